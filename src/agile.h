@@ -1,0 +1,513 @@
+/*
+ * agile.h - the public interface of libagile, the pure control core of
+ * agilepreload.
+ *
+ * libagile is an adaptive, latency-driven limiter: a leaky bucket (or, for the
+ * inbound direction, a semaphore) is the actuator, and a feedback controller
+ * fed with round-trip samples decides what rate (or concurrency limit) the
+ * actuator runs at.  A static ceiling is enforced twice, in the controller's
+ * clamp and in the actuator itself, so no control-law bug can exceed it.
+ *
+ * Three rules shape every declaration here:
+ *
+ *  - The core is pure.  It reads no clock, sleeps never, draws no random
+ *    numbers and does no I/O.  Every entry point that needs the time takes
+ *    `now_ns`, a monotonic time in nanoseconds chosen by the caller, so every
+ *    behaviour can be tested exactly on a virtual clock.
+ *  - State structs hold no pointers.  A limiter is one fixed-size struct that
+ *    can live in a shared-memory file mapped at different addresses by many
+ *    processes; hooks (a classify function, a clock) are passed per call.
+ *  - Hot-path calls (observe, take, try-take, release) are lock-free: they use
+ *    GCC/Clang __atomic builtins on naturally aligned 8-byte fields, which are
+ *    address-free and therefore valid across processes sharing the mapping.
+ *
+ * Functions return 0 or a negative errno value unless documented otherwise.
+ * Nothing here prints.
+ */
+#ifndef AGILE_H
+#define AGILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AGILE_NS_PER_US INT64_C(1000)
+#define AGILE_NS_PER_MS INT64_C(1000000)
+#define AGILE_NS_PER_S INT64_C(1000000000)
+
+/* ------------------------------------------------------------------------ */
+/* Enumerations                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Preset: fills the policy fields a caller left at zero (see agile_resolve).
+ * Explicit settings always win over a preset. */
+enum agile_preset {
+	AGILE_PRESET_NONE = 0,        /* recommended: SLO anchor + 5% ratio guard
+	                                 when an SLO is set, else the relative law */
+	AGILE_PRESET_BALANCED,        /* relative law: baseline anchor at 2x,
+	                                 single-tick decisions, quantile guard */
+	AGILE_PRESET_LATENCY_FIRST,   /* SLO anchor, two agreeing ticks per step;
+	                                 needs an SLO */
+	AGILE_PRESET_THROUGHPUT_FIRST,/* baseline anchor at 3.5x, two ticks */
+	AGILE_PRESET_COUNT
+};
+
+/* Anchor: what the congestion threshold is measured against. */
+enum agile_anchor {
+	AGILE_ANCHOR_UNSET = 0, /* let the preset decide */
+	AGILE_ANCHOR_BASELINE,  /* (1 + inflation) x slow EWMA baseline, capped
+	                           from above by 0.8 x SLO when an SLO is set */
+	AGILE_ANCHOR_SLO        /* 0.8 x SLO and nothing else; needs an SLO */
+};
+
+/* Outcome: what the controller is told about one call. */
+enum agile_outcome {
+	AGILE_REACHED = 0,  /* the downstream answered: a real round trip */
+	AGILE_UNREACHABLE,  /* never reached it: refused, DNS failure, open breaker */
+	AGILE_ABORTED       /* the caller gave up or never started: no signal */
+};
+
+/* Kind of limiter a resolved configuration belongs to. */
+enum agile_kind {
+	AGILE_KIND_RATE = 0,     /* bounds are requests per second */
+	AGILE_KIND_CONCURRENCY   /* bounds are requests in flight */
+};
+
+/* Returned (negated errno style) by agile_conc_do when the limit is reached.
+ * Map it to HTTP 429 or gRPC RESOURCE_EXHAUSTED. */
+#define AGILE_EOVERLOADED (-16) /* -EBUSY */
+
+/* ------------------------------------------------------------------------ */
+/* Configuration as written by the user                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Every field's zero value means "use the default" (or "let the preset
+ * decide"); agile_config_validate() reports values that agile_resolve() would
+ * otherwise repair silently.  For a concurrency limiter the *_rate fields hold
+ * concurrency bounds (requests in flight).
+ */
+struct agile_config {
+	enum agile_preset preset;
+	int64_t min_rate;     /* legacy fallback for floor_rate and probe_rate */
+	int64_t floor_rate;   /* operating floor while the downstream answers */
+	int64_t probe_rate;   /* floor while it is unreachable; <= floor_rate */
+	int64_t max_rate;     /* hard ceiling; required (> 0) */
+	int64_t initial_rate; /* start; default max/8, at least floor */
+	int64_t slo_ns;       /* latency objective; 0 = none (guard off) */
+	enum agile_anchor anchor;
+	double tail_factor;       /* guard fires above slo x tail_factor; 1.0 */
+	double tail_tolerance;    /* > 0: ratio guard with this share */
+	int backoff_ticks;        /* agreeing ticks before a step down */
+	int recover_ticks;        /* agreeing ticks before a step up */
+	int64_t slow_half_life_ns;      /* baseline EWMA half-life upward */
+	int64_t slow_down_half_life_ns; /* baseline EWMA half-life downward */
+	double max_baseline_rise; /* cap on baseline rise, fraction per tick */
+	int64_t tick_ns;          /* control period; 1 s */
+	double target_inflation;  /* window = (1 + this) x baseline; 1.0 */
+	double up_step;           /* additive-increase fraction per tick; 0.05 */
+	double down_step;         /* largest decrease fraction per tick; 0.30 */
+	double gain;              /* proportional decrease gain; 0.5 */
+	double slow_start_gain;   /* cold-start multiplier per tick; 2.0 */
+	double deadband;          /* hold band below the window, in [0,1); 0.1 */
+	double recover_ramp;      /* > 0: multiplicative probe returns while
+	                             fast <= recover_ramp x window; off */
+};
+
+/* Defaults, each documented where the knob is explained (README). */
+#define AGILE_DEFAULT_MIN_RATE 1
+#define AGILE_DEFAULT_TAIL_FACTOR 1.0
+#define AGILE_DEFAULT_TAIL_TOLERANCE_SLO 0.05 /* PresetNone with an SLO */
+#define AGILE_DEFAULT_SLOW_HALF_LIFE_NS (60 * AGILE_NS_PER_S)
+#define AGILE_DEFAULT_SLOW_DOWN_HALF_LIFE_NS (5 * AGILE_NS_PER_S)
+#define AGILE_DEFAULT_MAX_BASELINE_RISE 0.002 /* ~12% per minute at 1 s */
+#define AGILE_DEFAULT_TICK_NS AGILE_NS_PER_S
+#define AGILE_DEFAULT_TARGET_INFLATION 1.0
+#define AGILE_THROUGHPUT_FIRST_INFLATION 2.5  /* 3.5x baseline */
+#define AGILE_DEFAULT_UP_STEP 0.05
+#define AGILE_DEFAULT_DOWN_STEP 0.30
+#define AGILE_DEFAULT_GAIN 0.5
+#define AGILE_DEFAULT_SLOW_START_GAIN 2.0
+#define AGILE_DEFAULT_DEADBAND 0.1
+#define AGILE_SLO_WINDOW_FRACTION 0.8  /* the SLO window is 0.8 x SLO */
+#define AGILE_TAIL_SIGMA 3.0  /* standard errors added to the tolerance */
+#define AGILE_OUTAGE_RATIO 2  /* unreachable >= 2 x observed is an outage */
+
+/* One repair or rejection found by agile_config_validate(). */
+struct agile_problem {
+	char field[32];    /* the config field, e.g. "deadband" */
+	char message[224]; /* full sentence naming the field and the rule */
+};
+
+/*
+ * agile_config_validate - report what agile_resolve() would repair silently
+ * and what it cannot make sense of, on the configuration as written.
+ *
+ * Writes at most `cap` problems to `out` (which may be NULL when cap is 0)
+ * and returns the total number found, so a caller can size its array.
+ */
+size_t agile_config_validate(const struct agile_config *config,
+                             struct agile_problem *out, size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Resolved configuration: what a limiter actually runs with                 */
+/* ------------------------------------------------------------------------ */
+
+/* Pointer-free and fixed-size: it is stored inside shared limiter state. */
+struct agile_resolved {
+	uint32_t kind;            /* enum agile_kind */
+	uint32_t preset;          /* enum agile_preset as written */
+	uint32_t anchor;          /* enum agile_anchor in force (never UNSET) */
+	uint32_t anchor_degraded; /* 1: SLO anchor asked for without an SLO */
+	int64_t max_rate;
+	int64_t min_rate;
+	int64_t floor_rate;
+	int64_t probe_rate;
+	int64_t initial_rate;
+	int64_t slo_ns;
+	int64_t tick_ns;
+	int64_t slow_half_life_ns;
+	int64_t slow_down_half_life_ns;
+	double tail_factor;
+	double tail_tolerance;    /* 0: quantile guard */
+	double max_baseline_rise;
+	double target_inflation;
+	double up_step;
+	double down_step;
+	double gain;
+	double slow_start_gain;
+	double deadband;
+	double recover_ramp;
+	int32_t backoff_ticks;
+	int32_t recover_ticks;
+};
+
+/*
+ * agile_resolve - apply the preset, fill defaults and make the repairs that
+ * agile_config_validate() reports.  Returns -EINVAL only when the config
+ * cannot be made sense of at all (max_rate <= 0); `out` is then untouched.
+ */
+int agile_resolve(const struct agile_config *config, enum agile_kind kind,
+                  struct agile_resolved *out);
+
+/* Names for printing: "none", "balanced", "latency-first", ... */
+const char *agile_preset_name(enum agile_preset preset);
+/* "baseline", "slo", or "baseline (slo anchor requested without an slo)". */
+const char *agile_resolved_anchor_name(const struct agile_resolved *r);
+/* Parse a preset or anchor name; 0 or -EINVAL. */
+int agile_preset_parse(const char *name, enum agile_preset *out);
+int agile_anchor_parse(const char *name, enum agile_anchor *out);
+
+/*
+ * The window as a formula, e.g. "min((1+1.00) x baseline, 0.8 x 200ms)" or
+ * "0.8 x 200ms"; and the tail rule, e.g. "200ms (1.0x SLO)" or
+ * "off (SLO unset)".  Both snprintf-style: return the length needed.
+ */
+size_t agile_resolved_window(const struct agile_resolved *r, char *buf,
+                             size_t len);
+size_t agile_resolved_tail(const struct agile_resolved *r, char *buf,
+                           size_t len);
+/* The whole configuration as "key: value" lines, or as one JSON object. */
+size_t agile_resolved_format(const struct agile_resolved *r, char *buf,
+                             size_t len);
+size_t agile_resolved_json(const struct agile_resolved *r, char *buf,
+                           size_t len);
+/* Format a duration with the largest exact-ish unit: "250us", "1.5s". */
+size_t agile_duration_format(int64_t ns, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------ */
+/* Leaky bucket: the rate actuator                                           */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Grants are spaced exactly interval_ns apart and never closer, so over any
+ * span T at most T / min_interval_ns + 1 grants are planned: the ceiling
+ * holds even after an idle spell (no burst credit is kept).
+ */
+struct agile_bucket {
+	int64_t last_ns;         /* planned time of the latest grant */
+	int64_t interval_ns;     /* current spacing, 1e9 / rate */
+	int64_t min_interval_ns; /* spacing at the ceiling; never undercut */
+	uint64_t grants;         /* grants planned since init */
+};
+
+/* Start at `rate` (clamped to the ceiling `max_rate`); -EINVAL if either
+ * is not positive. */
+int agile_bucket_init(struct agile_bucket *b, double rate, double max_rate);
+/* Change the rate for the next grant onward; clamped to the ceiling. */
+void agile_bucket_set_rate(struct agile_bucket *b, double rate);
+double agile_bucket_rate(const struct agile_bucket *b);
+/* Reserve the next slot; returns its planned send time (>= now_ns). */
+int64_t agile_bucket_take(struct agile_bucket *b, int64_t now_ns);
+/* Reserve only if the slot is due within max_wait_ns; true and *planned_ns
+ * set on success, false and nothing reserved otherwise. */
+bool agile_bucket_try_take(struct agile_bucket *b, int64_t now_ns,
+                           int64_t max_wait_ns, int64_t *planned_ns);
+
+/* ------------------------------------------------------------------------ */
+/* Latency histogram                                                         */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Log-linear buckets: values below 2^AGILE_HIST_SUB_BITS ns are exact; above,
+ * each power of two is split into 2^AGILE_HIST_SUB_BITS sub-buckets, so a
+ * bucket is at most 1/64 = 1.6% of its value wide and the reported midpoint
+ * is within 0.8% of any value in it.  Values from 0 to 2^36 ns (68.7 s) are
+ * resolved; larger ones land in the last bucket.  16 KiB, no allocation.
+ */
+#define AGILE_HIST_SUB_BITS 6
+#define AGILE_HIST_MAX_EXPONENT 35
+#define AGILE_HIST_BUCKETS \
+	((AGILE_HIST_MAX_EXPONENT - AGILE_HIST_SUB_BITS + 2) << AGILE_HIST_SUB_BITS)
+
+struct agile_histogram {
+	uint64_t counts[AGILE_HIST_BUCKETS];
+	uint64_t total;  /* sum of counts */
+	uint64_t sum_ns; /* sum of recorded values, for a mean */
+};
+
+/* A private copy taken by agile_hist_drain(); never shared. */
+struct agile_hist_snapshot {
+	uint64_t counts[AGILE_HIST_BUCKETS];
+	uint64_t total;
+	uint64_t sum_ns;
+};
+
+void agile_hist_reset(struct agile_histogram *h);
+/* Lock-free, allocation-free; safe from many threads and processes.
+ * Negative values record as 0. */
+void agile_hist_record(struct agile_histogram *h, int64_t value_ns);
+/*
+ * Move the current counts into `out` and subtract exactly what was read, so
+ * a sample recorded concurrently is counted in this drain or the next one,
+ * never lost and never counted twice.
+ */
+void agile_hist_drain(struct agile_histogram *h, struct agile_hist_snapshot *out);
+int agile_hist_index(int64_t value_ns);
+int64_t agile_hist_bucket_low(int index);  /* smallest value in the bucket */
+int64_t agile_hist_bucket_mid(int index);  /* representative value */
+/* The q-quantile (0 < q <= 1): the representative value of the bucket
+ * holding the ceil(q x total)-th smallest sample; 0 when empty. */
+int64_t agile_hist_quantile(const struct agile_hist_snapshot *s, double q);
+/* How many samples lie above threshold_ns (bucket representatives). */
+uint64_t agile_hist_count_above(const struct agile_hist_snapshot *s,
+                                int64_t threshold_ns);
+
+/* ------------------------------------------------------------------------ */
+/* Controller                                                                */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The controller's state.  Only the tick winner writes it (agile_*_tick),
+ * except probe_mode, which an observed sample clears from the hot path.
+ * Readers (stats) load each field atomically.
+ */
+struct agile_controller {
+	double rate;           /* current target: req/s, or concurrency */
+	double baseline_ns;    /* slow EWMA of p50; 0 until the first sample */
+	double fast_ns;        /* the last tick's p50 (or synthetic sample) */
+	double p50_ns;         /* last tick's p50; 0 without samples */
+	double p99_ns;         /* last tick's p99; 0 without samples */
+	double tail_ratio;     /* smoothed share above the tail target */
+	double tail_threshold; /* what tail_ratio is compared to; 0 quantile */
+	double used;           /* req/s granted, or peak in flight, last tick */
+	uint64_t samples;      /* samples the last tick saw */
+	uint64_t unreachable;  /* unreachable calls the last tick saw */
+	uint64_t ticks;        /* control steps run */
+	uint64_t blind_ticks;  /* consecutive steps without a sample */
+	uint32_t cold_start;   /* 1 until the first backoff or saturation */
+	uint32_t probe_mode;   /* 1: floor is probe_rate until a sample */
+	int32_t up_agree;      /* consecutive ticks voting up */
+	int32_t down_agree;    /* consecutive ticks voting down */
+	uint32_t last_action;  /* enum agile_action of the last step */
+	uint32_t pad;
+};
+
+/* What the last control step did, for observability and tests. */
+enum agile_action {
+	AGILE_ACTION_NONE = 0,   /* no step yet */
+	AGILE_ACTION_BLIND,      /* no sample and no outage: nothing to act on */
+	AGILE_ACTION_HOLD,       /* inside the deadband, or waiting for agreement */
+	AGILE_ACTION_GATED,      /* healthy but used < rate/2: held */
+	AGILE_ACTION_INCREASE,   /* additive step up */
+	AGILE_ACTION_MULTIPLY,   /* slow start or recover ramp */
+	AGILE_ACTION_DECREASE,   /* proportional step down */
+	AGILE_ACTION_TAIL,       /* the tail guard forced a full step down */
+	AGILE_ACTION_OUTAGE,     /* unreachable >= 2x observed: toward probe */
+	AGILE_ACTION_COUNT
+};
+const char *agile_action_name(enum agile_action a);
+
+/* What one control step sees. */
+struct agile_tick_input {
+	const struct agile_hist_snapshot *hist; /* the tick's samples */
+	uint64_t unreachable; /* calls classified unreachable this tick */
+	double used;          /* req/s granted, or peak in flight, this tick */
+};
+
+void agile_controller_init(struct agile_controller *c,
+                           const struct agile_resolved *r);
+/* Run one control step; returns the new target, clamped to the bounds. */
+double agile_controller_step(struct agile_controller *c,
+                             const struct agile_resolved *r,
+                             const struct agile_tick_input *in);
+/* The tolerated window (upper edge) and the tail target, in ns; 0 when
+ * not yet known (baseline anchor before the first sample). */
+double agile_controller_window_ns(const struct agile_controller *c,
+                                  const struct agile_resolved *r);
+double agile_controller_tail_ns(const struct agile_resolved *r);
+
+/* ------------------------------------------------------------------------ */
+/* Limiters                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Hooks passed per call, never stored in (shared) limiter state.
+ * classify maps a non-zero error returned by a call to an outcome; NULL
+ * means every error is AGILE_REACHED, as in the seed.  now_ns and
+ * sleep_until_ns are the clock for the *_do wrappers.
+ */
+struct agile_hooks {
+	enum agile_outcome (*classify)(int error, void *arg);
+	int64_t (*now_ns)(void *arg);
+	void (*sleep_until_ns)(int64_t when_ns, void *arg);
+	void *arg;
+};
+
+/* Counters since the limiter was created. */
+struct agile_totals {
+	uint64_t samples;     /* observations recorded, truncated included */
+	uint64_t unreachable;
+	uint64_t truncated;   /* truncated observations recorded */
+	uint64_t dropped_truncated; /* truncated ones dropped (no evidence) */
+	uint64_t aborted;
+	uint64_t grants;      /* takes (rate) or admissions (concurrency) */
+	uint64_t refused;     /* concurrency: try-takes refused */
+};
+
+/* Point-in-time snapshot, the seed's Stats plus totals. */
+struct agile_stats {
+	double rate;            /* current target (limit for concurrency) */
+	int64_t baseline_ns;
+	int64_t fast_ns;
+	uint64_t samples;       /* last tick */
+	int64_t p50_ns;
+	int64_t p99_ns;
+	double tail_ratio;
+	double tail_threshold;
+	bool cold_start;
+	bool probe_mode;
+	double used;
+	uint64_t unreachable;   /* last tick */
+	uint64_t ticks;
+	uint64_t blind_ticks;
+	enum agile_action last_action;
+	struct agile_totals totals;
+};
+
+/* The part both limiters share: config, controller, histogram, tick clock. */
+struct agile_loop {
+	struct agile_resolved config;
+	struct agile_controller ctl;
+	struct agile_histogram hist;
+	int64_t next_tick_ns;       /* tick-if-due: the CAS winner runs a step */
+	int64_t last_tick_ns;       /* when the last step ran */
+	uint64_t unreachable_tick;  /* drained by subtraction at each step */
+	struct agile_totals totals;
+};
+
+/* Rate limiter: leaky bucket + controller. */
+struct agile_rate_limiter {
+	struct agile_loop loop;
+	struct agile_bucket bucket;
+	uint64_t grants_at_tick; /* bucket.grants when the last step ran */
+};
+
+int agile_rate_init(struct agile_rate_limiter *l,
+                    const struct agile_config *config, int64_t now_ns);
+/* Reserve the next send slot; returns the planned send time.  The caller
+ * waits until then, and measures the round trip from the actual send. */
+int64_t agile_rate_take(struct agile_rate_limiter *l, int64_t now_ns);
+bool agile_rate_try_take(struct agile_rate_limiter *l, int64_t now_ns,
+                         int64_t max_wait_ns, int64_t *planned_ns);
+/* Record one downstream round trip (never including the throttle wait).
+ * A sample also ends probe mode. */
+void agile_rate_observe(struct agile_rate_limiter *l, int64_t rtt_ns);
+/* A call cut short after d_ns: recorded only when d_ns is past the SLO, and
+ * never ends probe mode. */
+void agile_rate_observe_truncated(struct agile_rate_limiter *l, int64_t d_ns);
+/* A call that never reached the downstream. */
+void agile_rate_unavailable(struct agile_rate_limiter *l);
+/* A call that was aborted by the caller: counted, not a signal. */
+void agile_rate_aborted(struct agile_rate_limiter *l);
+/* Apply hooks->classify to a non-zero error, then record accordingly. */
+void agile_rate_observe_outcome(struct agile_rate_limiter *l, int64_t d_ns,
+                                int error, const struct agile_hooks *hooks);
+/*
+ * Run fn(arg) as one paced downstream call: take a slot, sleep until it
+ * (hooks->sleep_until_ns), time fn with hooks->now_ns, and observe the
+ * outcome of its return value.  Returns fn's return value.
+ */
+int agile_rate_do(struct agile_rate_limiter *l,
+                  const struct agile_hooks *hooks, int (*fn)(void *),
+                  void *fn_arg);
+/* Run a control step now.  Exactly one caller should; see tick_if_due. */
+void agile_rate_tick(struct agile_rate_limiter *l, int64_t now_ns);
+/* Run a step if one is due; exactly one of many concurrent callers wins and
+ * gets true.  After an idle spell it runs one step, never a catch-up burst. */
+bool agile_rate_tick_if_due(struct agile_rate_limiter *l, int64_t now_ns);
+double agile_rate_rate(const struct agile_rate_limiter *l);
+void agile_rate_stats(const struct agile_rate_limiter *l,
+                      struct agile_stats *out);
+
+/* Concurrency limiter: semaphore + the same controller. */
+struct agile_conc_limiter {
+	struct agile_loop loop;
+	uint64_t in_flight;      /* admitted and not yet released */
+	uint64_t limit;          /* floor of the controller's target, >= 1 */
+	uint64_t peak_in_flight; /* most in flight since the last step */
+};
+
+int agile_conc_init(struct agile_conc_limiter *l,
+                    const struct agile_config *config, int64_t now_ns);
+/* Admit if in_flight < limit; never blocks.  Each true needs one release. */
+bool agile_conc_try_take(struct agile_conc_limiter *l);
+void agile_conc_release(struct agile_conc_limiter *l);
+uint64_t agile_conc_limit(const struct agile_conc_limiter *l);
+uint64_t agile_conc_in_flight(const struct agile_conc_limiter *l);
+void agile_conc_observe(struct agile_conc_limiter *l, int64_t d_ns);
+void agile_conc_observe_truncated(struct agile_conc_limiter *l, int64_t d_ns);
+void agile_conc_unavailable(struct agile_conc_limiter *l);
+void agile_conc_observe_outcome(struct agile_conc_limiter *l, int64_t d_ns,
+                                int error, const struct agile_hooks *hooks);
+/* Admit, run fn(arg), time it and observe its outcome, release.  Returns
+ * AGILE_EOVERLOADED without running fn when the limit is reached. */
+int agile_conc_do(struct agile_conc_limiter *l,
+                  const struct agile_hooks *hooks, int (*fn)(void *),
+                  void *fn_arg);
+void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns);
+bool agile_conc_tick_if_due(struct agile_conc_limiter *l, int64_t now_ns);
+void agile_conc_stats(const struct agile_conc_limiter *l,
+                      struct agile_stats *out);
+
+/* Resolved configuration of either limiter. */
+static inline const struct agile_resolved *
+agile_rate_config(const struct agile_rate_limiter *l)
+{
+	return &l->loop.config;
+}
+static inline const struct agile_resolved *
+agile_conc_config(const struct agile_conc_limiter *l)
+{
+	return &l->loop.config;
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* AGILE_H */
