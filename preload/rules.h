@@ -1,0 +1,107 @@
+/*
+ * rules.h - destination rules: what the user configured with AGILE_DEST_<NAME>
+ * variables (or agilerun -d), parsed once, and how a socket address is matched
+ * against them.  Parsing is pure (it takes the environment as an array and
+ * reports errors through a callback), so tests drive it without a process.
+ *
+ * Grammar of one variable's value:
+ *     DEST [key=value]...
+ *     DEST := IPv4:PORT | [IPv6]:PORT | CIDR:PORT | HOST:PORT | unix:/path
+ *     PORT := 1..65535 | *
+ *     CIDR := IPv4/len | [IPv6/len]
+ *
+ * Matching: among the rules whose destination contains the address, the most
+ * specific wins (longest prefix first, then an exact port over `*`, and a
+ * hostname counts as exact host addresses); ties go to the rule defined first
+ * (variables are sorted by NAME so "first" is stable across processes).
+ */
+#ifndef AGILE_PRELOAD_RULES_H
+#define AGILE_PRELOAD_RULES_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "agile.h"
+
+#define AGILE_RULES_MAX 32          /* destinations per process */
+#define AGILE_RULE_NAME_MAX 48      /* NAME, lower-cased, as agilestat shows */
+#define AGILE_RULE_DEST_MAX 128     /* destination text as written */
+#define AGILE_RULE_HOST_ADDRS 16    /* addresses remembered per hostname */
+
+enum agile_dest_kind {
+	AGILE_DEST_INET = 0, /* IPv4/IPv6 address or CIDR, with port or `*` */
+	AGILE_DEST_HOST,     /* hostname: matched against resolved addresses */
+	AGILE_DEST_UNIX      /* unix:/path, stream sockets */
+};
+
+enum agile_pace {
+	AGILE_PACE_REQUEST = 0, /* every request takes a grant (default) */
+	AGILE_PACE_CONNECT      /* only new connections take a grant */
+};
+
+/* An IPv4 address is stored as an IPv4-mapped IPv6 address (::ffff:a.b.c.d)
+ * with the prefix length raised by 96, so one comparison serves both. */
+struct agile_inet_prefix {
+	uint8_t addr[16];
+	uint8_t prefix_len; /* 0..128 */
+};
+
+struct agile_rule {
+	char name[AGILE_RULE_NAME_MAX];      /* from AGILE_DEST_<NAME>, lower case */
+	char dest_text[AGILE_RULE_DEST_MAX]; /* the destination as written */
+	enum agile_dest_kind kind;
+	struct agile_inet_prefix prefix;     /* AGILE_DEST_INET */
+	char host[AGILE_RULE_DEST_MAX];      /* AGILE_DEST_HOST */
+	struct agile_inet_prefix host_addrs[AGILE_RULE_HOST_ADDRS];
+	int host_addr_count;                 /* learned or resolved addresses */
+	bool host_unresolved;                /* start-up lookup failed */
+	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int port;                            /* 0 = any (`*`) */
+	enum agile_pace pace;
+	struct agile_config config;          /* every controller knob */
+	bool enabled;                        /* false: destination or max unreadable */
+};
+
+struct agile_rules {
+	struct agile_rule rule[AGILE_RULES_MAX];
+	int count;
+};
+
+/*
+ * Called once per configuration error with a complete one-line message that
+ * names the variable, the key and what was expected, e.g.
+ *   AGILE_DEST_API: key "slo": "200" has no unit; expected a duration such
+ *   as 250us, 200ms or 1.5s
+ */
+typedef void (*agile_rules_error_fn)(const char *message, void *arg);
+
+/*
+ * Parse every AGILE_DEST_* entry of `envp` (NULL-terminated "K=V" strings)
+ * into `out`.  Returns the number of errors reported.  A bad setting keeps
+ * its default and the rule stays enabled; a rule whose destination or max
+ * cannot be read is kept with enabled = false.
+ */
+int agile_rules_parse(char *const *envp, struct agile_rules *out,
+                      agile_rules_error_fn on_error, void *arg);
+
+/* Parse one rule's value (after "NAME="); `var` names it in messages. */
+int agile_rule_parse(const char *var, const char *name, const char *value,
+                     struct agile_rule *out, agile_rules_error_fn on_error,
+                     void *arg);
+
+/* Parse a duration with a mandatory unit (ns, us, ms, s, m): 0 or -EINVAL. */
+int agile_parse_duration(const char *text, int64_t *out_ns);
+
+/* The index of the rule that matches `addr`, or -1.  Only enabled rules. */
+int agile_rules_match(const struct agile_rules *rules,
+                      const struct sockaddr *addr, socklen_t len);
+
+/* Remember that `host` resolved to `addr` (from the program's own
+ * getaddrinfo/gethostbyname), so later connects to it match the rule. */
+void agile_rules_learn(struct agile_rules *rules, const char *host,
+                       const struct sockaddr *addr, socklen_t len);
+
+#endif /* AGILE_PRELOAD_RULES_H */

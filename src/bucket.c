@@ -1,0 +1,1 @@
+/* bucket.c - placeholder until its module lands. */

@@ -1,0 +1,1 @@
+/* controller.c - placeholder until its module lands. */

@@ -1,0 +1,1 @@
+/* histogram.c - placeholder until its module lands. */

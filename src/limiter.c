@@ -1,0 +1,1 @@
+/* limiter.c - placeholder until its module lands. */
