@@ -1,0 +1,1 @@
+/* rules.c - placeholder until the rules parser lands. */
