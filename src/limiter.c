@@ -1,1 +1,389 @@
-/* limiter.c - placeholder until its module lands. */
+/*
+ * limiter.c - the two limiters: a rate limiter (leaky bucket + controller)
+ * for the outbound direction and a concurrency limiter (semaphore +
+ * controller) for the inbound one.  They share one "loop": the resolved
+ * configuration, the controller, the per-tick histogram, the outcome counters
+ * and the tick clock.
+ *
+ * Everything here may run in many threads and many processes at once on one
+ * struct in shared memory.  The hot path (take, observe, try-take, release)
+ * is a handful of atomic operations.  The control step runs once per tick:
+ * tick_if_due lets exactly one caller win a compare-and-swap on next_tick_ns,
+ * and that caller alone drains the histogram and writes the controller.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "agile.h"
+#include "atomics.h"
+
+/* --- the shared loop ------------------------------------------------------ */
+
+static int loop_init(struct agile_loop *loop, const struct agile_config *config,
+                     enum agile_kind kind, int64_t now_ns)
+{
+	struct agile_resolved resolved;
+	int rc = agile_resolve(config, kind, &resolved);
+
+	if (rc < 0)
+		return rc;
+	memset(loop, 0, sizeof(*loop));
+	loop->config = resolved;
+	agile_controller_init(&loop->ctl, &loop->config);
+	loop->next_tick_ns = now_ns + resolved.tick_ns;
+	loop->last_tick_ns = now_ns;
+	return 0;
+}
+
+static void loop_observe(struct agile_loop *loop, int64_t rtt_ns)
+{
+	agile_hist_record(&loop->hist, rtt_ns);
+	agile__add_u64(&loop->totals.samples, 1);
+	/* An answered call proves the downstream is back: the floor returns
+	 * from the probe rate.  Check first so the common case only reads. */
+	if (agile__load_u32(&loop->ctl.probe_mode))
+		agile__store_u32(&loop->ctl.probe_mode, 0);
+}
+
+static void loop_observe_truncated(struct agile_loop *loop, int64_t d_ns)
+{
+	/* A call cut short after d lasted at least d.  Past the SLO that lower
+	 * bound is evidence of slowness; shorter, it says nothing.  It never
+	 * ends probe mode: nobody saw the downstream answer. */
+	if (loop->config.slo_ns > 0 && d_ns > loop->config.slo_ns) {
+		agile_hist_record(&loop->hist, d_ns);
+		agile__add_u64(&loop->totals.samples, 1);
+		agile__add_u64(&loop->totals.truncated, 1);
+	} else {
+		agile__add_u64(&loop->totals.dropped_truncated, 1);
+	}
+}
+
+static void loop_unavailable(struct agile_loop *loop)
+{
+	agile__add_u64(&loop->unreachable_tick, 1);
+	agile__add_u64(&loop->totals.unreachable, 1);
+}
+
+static void loop_aborted(struct agile_loop *loop)
+{
+	agile__add_u64(&loop->totals.aborted, 1);
+}
+
+static void loop_outcome(struct agile_loop *loop, int64_t d_ns, int error,
+                         const struct agile_hooks *hooks)
+{
+	enum agile_outcome outcome = AGILE_REACHED;
+
+	if (error != 0 && hooks != NULL && hooks->classify != NULL)
+		outcome = hooks->classify(error, hooks->arg);
+	switch (outcome) {
+	case AGILE_UNREACHABLE:
+		loop_unavailable(loop);
+		break;
+	case AGILE_ABORTED:
+		loop_aborted(loop);
+		break;
+	case AGILE_REACHED:
+	default:
+		loop_observe(loop, d_ns);
+		break;
+	}
+}
+
+/* Win the right to run this tick's step.  next_tick_ns moves to now + tick,
+ * not to next + tick: after an idle spell one step runs, never a burst of
+ * catch-up steps that would compound the per-tick gains. */
+static bool loop_claim_tick(struct agile_loop *loop, int64_t now_ns)
+{
+	int64_t next = agile__load_i64(&loop->next_tick_ns);
+
+	if (now_ns < next)
+		return false;
+	return agile__cas_i64(&loop->next_tick_ns, &next,
+	                      now_ns + loop->config.tick_ns);
+}
+
+/* Drain the tick's samples and unreachable count, run the law, and return
+ * the new target.  `used` is what the actuator saw since the last step. */
+static double loop_step(struct agile_loop *loop, int64_t now_ns, double used)
+{
+	struct agile_hist_snapshot snap;
+	struct agile_tick_input in;
+
+	agile_hist_drain(&loop->hist, &snap);
+	uint64_t unreachable = agile__load_u64(&loop->unreachable_tick);
+	agile__sub_u64(&loop->unreachable_tick, unreachable);
+	in.hist = &snap;
+	in.unreachable = unreachable;
+	in.used = used;
+	double rate = agile_controller_step(&loop->ctl, &loop->config, &in);
+	agile__store_i64(&loop->last_tick_ns, now_ns);
+	return rate;
+}
+
+static void loop_stats(const struct agile_loop *loop, struct agile_stats *out)
+{
+	const struct agile_controller *c = &loop->ctl;
+
+	memset(out, 0, sizeof(*out));
+	out->rate = agile__load_double(&c->rate);
+	out->baseline_ns = (int64_t)llround(agile__load_double(&c->baseline_ns));
+	out->fast_ns = (int64_t)llround(agile__load_double(&c->fast_ns));
+	out->samples = agile__load_u64(&c->samples);
+	out->p50_ns = (int64_t)llround(agile__load_double(&c->p50_ns));
+	out->p99_ns = (int64_t)llround(agile__load_double(&c->p99_ns));
+	out->tail_ratio = agile__load_double(&c->tail_ratio);
+	out->tail_threshold = agile__load_double(&c->tail_threshold);
+	out->cold_start = agile__load_u32(&c->cold_start) != 0;
+	out->probe_mode = agile__load_u32(&c->probe_mode) != 0;
+	out->used = agile__load_double(&c->used);
+	out->unreachable = agile__load_u64(&c->unreachable);
+	out->ticks = agile__load_u64(&c->ticks);
+	out->blind_ticks = agile__load_u64(&c->blind_ticks);
+	out->last_action = (enum agile_action)agile__load_u32(&c->last_action);
+	out->totals.samples = agile__load_u64(&loop->totals.samples);
+	out->totals.unreachable = agile__load_u64(&loop->totals.unreachable);
+	out->totals.truncated = agile__load_u64(&loop->totals.truncated);
+	out->totals.dropped_truncated =
+		agile__load_u64(&loop->totals.dropped_truncated);
+	out->totals.aborted = agile__load_u64(&loop->totals.aborted);
+	out->totals.grants = agile__load_u64(&loop->totals.grants);
+	out->totals.refused = agile__load_u64(&loop->totals.refused);
+}
+
+/* Elapsed seconds between two ticks, never zero (a step forced twice at
+ * one instant must not divide by zero). */
+static double elapsed_s(int64_t from_ns, int64_t to_ns)
+{
+	int64_t d = to_ns - from_ns;
+
+	if (d < 1)
+		d = 1;
+	return (double)d / (double)AGILE_NS_PER_S;
+}
+
+/* --- rate limiter ----------------------------------------------------------- */
+
+int agile_rate_init(struct agile_rate_limiter *l,
+                    const struct agile_config *config, int64_t now_ns)
+{
+	int rc = loop_init(&l->loop, config, AGILE_KIND_RATE, now_ns);
+
+	if (rc < 0)
+		return rc;
+	rc = agile_bucket_init(&l->bucket, (double)l->loop.config.initial_rate,
+	                       (double)l->loop.config.max_rate);
+	if (rc < 0)
+		return rc;
+	l->grants_at_tick = 0;
+	return 0;
+}
+
+int64_t agile_rate_take(struct agile_rate_limiter *l, int64_t now_ns)
+{
+	int64_t planned = agile_bucket_take(&l->bucket, now_ns);
+
+	agile__add_u64(&l->loop.totals.grants, 1);
+	return planned;
+}
+
+bool agile_rate_try_take(struct agile_rate_limiter *l, int64_t now_ns,
+                         int64_t max_wait_ns, int64_t *planned_ns)
+{
+	if (!agile_bucket_try_take(&l->bucket, now_ns, max_wait_ns, planned_ns))
+		return false;
+	agile__add_u64(&l->loop.totals.grants, 1);
+	return true;
+}
+
+void agile_rate_observe(struct agile_rate_limiter *l, int64_t rtt_ns)
+{
+	loop_observe(&l->loop, rtt_ns);
+}
+
+void agile_rate_observe_truncated(struct agile_rate_limiter *l, int64_t d_ns)
+{
+	loop_observe_truncated(&l->loop, d_ns);
+}
+
+void agile_rate_unavailable(struct agile_rate_limiter *l)
+{
+	loop_unavailable(&l->loop);
+}
+
+void agile_rate_aborted(struct agile_rate_limiter *l)
+{
+	loop_aborted(&l->loop);
+}
+
+void agile_rate_observe_outcome(struct agile_rate_limiter *l, int64_t d_ns,
+                                int error, const struct agile_hooks *hooks)
+{
+	loop_outcome(&l->loop, d_ns, error, hooks);
+}
+
+int agile_rate_do(struct agile_rate_limiter *l, const struct agile_hooks *hooks,
+                  int (*fn)(void *), void *fn_arg)
+{
+	int64_t now = hooks->now_ns(hooks->arg);
+	int64_t planned = agile_rate_take(l, now);
+
+	if (planned > now && hooks->sleep_until_ns != NULL)
+		hooks->sleep_until_ns(planned, hooks->arg);
+	/* The clock starts when the call is actually sent, after the wait:
+	 * feeding the wait in as latency collapses the rate. */
+	int64_t start = hooks->now_ns(hooks->arg);
+	int error = fn(fn_arg);
+	int64_t end = hooks->now_ns(hooks->arg);
+	agile_rate_observe_outcome(l, end - start, error, hooks);
+	return error;
+}
+
+void agile_rate_tick(struct agile_rate_limiter *l, int64_t now_ns)
+{
+	uint64_t grants = agile__load_u64(&l->loop.totals.grants);
+	double used = (double)(grants - l->grants_at_tick) /
+	              elapsed_s(agile__load_i64(&l->loop.last_tick_ns), now_ns);
+
+	l->grants_at_tick = grants;
+	double rate = loop_step(&l->loop, now_ns, used);
+	agile_bucket_set_rate(&l->bucket, rate);
+}
+
+bool agile_rate_tick_if_due(struct agile_rate_limiter *l, int64_t now_ns)
+{
+	if (!loop_claim_tick(&l->loop, now_ns))
+		return false;
+	agile_rate_tick(l, now_ns);
+	return true;
+}
+
+double agile_rate_rate(const struct agile_rate_limiter *l)
+{
+	return agile__load_double(&l->loop.ctl.rate);
+}
+
+void agile_rate_stats(const struct agile_rate_limiter *l, struct agile_stats *out)
+{
+	loop_stats(&l->loop, out);
+}
+
+/* --- concurrency limiter ---------------------------------------------------- */
+
+static uint64_t limit_for(double target)
+{
+	double f = floor(target);
+
+	return f < 1 ? 1 : (uint64_t)f;
+}
+
+int agile_conc_init(struct agile_conc_limiter *l,
+                    const struct agile_config *config, int64_t now_ns)
+{
+	int rc = loop_init(&l->loop, config, AGILE_KIND_CONCURRENCY, now_ns);
+
+	if (rc < 0)
+		return rc;
+	l->in_flight = 0;
+	l->peak_in_flight = 0;
+	l->limit = limit_for(l->loop.ctl.rate);
+	return 0;
+}
+
+bool agile_conc_try_take(struct agile_conc_limiter *l)
+{
+	uint64_t cur = agile__load_u64(&l->in_flight);
+
+	for (;;) {
+		if (cur >= agile__load_u64(&l->limit)) {
+			agile__add_u64(&l->loop.totals.refused, 1);
+			return false;
+		}
+		if (agile__cas_u64(&l->in_flight, &cur, cur + 1))
+			break;
+	}
+	agile__max_u64(&l->peak_in_flight, cur + 1);
+	agile__add_u64(&l->loop.totals.grants, 1);
+	return true;
+}
+
+void agile_conc_release(struct agile_conc_limiter *l)
+{
+	uint64_t cur = agile__load_u64(&l->in_flight);
+
+	/* A release without a take is a caller bug; never wrap below zero,
+	 * which would admit without bound. */
+	while (cur > 0 && !agile__cas_u64(&l->in_flight, &cur, cur - 1))
+		;
+}
+
+uint64_t agile_conc_limit(const struct agile_conc_limiter *l)
+{
+	return agile__load_u64(&l->limit);
+}
+
+uint64_t agile_conc_in_flight(const struct agile_conc_limiter *l)
+{
+	return agile__load_u64(&l->in_flight);
+}
+
+void agile_conc_observe(struct agile_conc_limiter *l, int64_t d_ns)
+{
+	loop_observe(&l->loop, d_ns);
+}
+
+void agile_conc_observe_truncated(struct agile_conc_limiter *l, int64_t d_ns)
+{
+	loop_observe_truncated(&l->loop, d_ns);
+}
+
+void agile_conc_unavailable(struct agile_conc_limiter *l)
+{
+	loop_unavailable(&l->loop);
+}
+
+void agile_conc_observe_outcome(struct agile_conc_limiter *l, int64_t d_ns,
+                                int error, const struct agile_hooks *hooks)
+{
+	loop_outcome(&l->loop, d_ns, error, hooks);
+}
+
+int agile_conc_do(struct agile_conc_limiter *l, const struct agile_hooks *hooks,
+                  int (*fn)(void *), void *fn_arg)
+{
+	if (!agile_conc_try_take(l))
+		return AGILE_EOVERLOADED;
+	/* Admission never waits, so the handling time is clean by
+	 * construction: no throttle wait can leak into it. */
+	int64_t start = hooks->now_ns(hooks->arg);
+	int error = fn(fn_arg);
+	int64_t end = hooks->now_ns(hooks->arg);
+	agile_conc_observe_outcome(l, end - start, error, hooks);
+	agile_conc_release(l);
+	return error;
+}
+
+void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns)
+{
+	/* Used is the most requests in flight at once during the tick; the
+	 * next tick starts from what is in flight now. */
+	uint64_t peak = agile__load_u64(&l->peak_in_flight);
+	agile__store_u64(&l->peak_in_flight, agile__load_u64(&l->in_flight));
+	double rate = loop_step(&l->loop, now_ns, (double)peak);
+	agile__store_u64(&l->limit, limit_for(rate));
+}
+
+bool agile_conc_tick_if_due(struct agile_conc_limiter *l, int64_t now_ns)
+{
+	if (!loop_claim_tick(&l->loop, now_ns))
+		return false;
+	agile_conc_tick(l, now_ns);
+	return true;
+}
+
+void agile_conc_stats(const struct agile_conc_limiter *l, struct agile_stats *out)
+{
+	loop_stats(&l->loop, out);
+}

@@ -1,7 +1,570 @@
-/* check_controller.c - placeholder suite until its module's tests land. */
+/*
+ * check_controller.c - the control law, one step at a time.
+ *
+ * Each test builds a resolved configuration, feeds agile_controller_step a
+ * tick of synthetic samples and asserts the exact new target and the action
+ * taken.  No clock is involved: a tick is one call.
+ */
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include "agile.h"
 #include "check_suites.h"
+
+#define MS AGILE_NS_PER_MS
+
+/* A tick's worth of samples: `n` at `value_ns` plus `n_slow` at `slow_ns`. */
+static struct agile_hist_snapshot snap;
+static struct agile_histogram hist;
+
+static const struct agile_hist_snapshot *samples2(int n, int64_t value_ns,
+                                                   int n_slow, int64_t slow_ns)
+{
+	agile_hist_reset(&hist);
+	for (int i = 0; i < n; i++)
+		agile_hist_record(&hist, value_ns);
+	for (int i = 0; i < n_slow; i++)
+		agile_hist_record(&hist, slow_ns);
+	agile_hist_drain(&hist, &snap);
+	return &snap;
+}
+
+static const struct agile_hist_snapshot *samples(int n, int64_t value_ns)
+{
+	return samples2(n, value_ns, 0, 0);
+}
+
+static struct agile_resolved resolved(struct agile_config cfg)
+{
+	struct agile_resolved r;
+
+	ck_assert_int_eq(agile_resolve(&cfg, AGILE_KIND_RATE, &r), 0);
+	return r;
+}
+
+/* One step with `used` high enough to keep the utilisation gate open. */
+static double step(struct agile_controller *c, const struct agile_resolved *r,
+                   const struct agile_hist_snapshot *h, uint64_t unreachable)
+{
+	struct agile_tick_input in = {.hist = h, .unreachable = unreachable,
+	                              .used = 1e9};
+	return agile_controller_step(c, r, &in);
+}
+
+static struct agile_config balanced(int64_t max, int64_t initial)
+{
+	struct agile_config cfg = {.preset = AGILE_PRESET_BALANCED,
+	                           .max_rate = max, .initial_rate = initial,
+	                           .floor_rate = 10};
+	return cfg;
+}
+
+START_TEST(controller_init_starts_cold_at_initial)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(c.rate, 100);
+	ck_assert_uint_eq(c.cold_start, 1);
+	ck_assert_uint_eq(c.probe_mode, 0);
+	ck_assert_double_eq(c.baseline_ns, 0);
+}
+END_TEST
+
+START_TEST(controller_blind_tick_changes_nothing)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(step(&c, &r, samples(0, 0), 0), 100);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_BLIND);
+	ck_assert_uint_eq(c.blind_ticks, 1);
+	ck_assert_double_eq(step(&c, &r, samples(0, 0), 0), 100);
+	ck_assert_uint_eq(c.blind_ticks, 2);
+	ck_assert_uint_eq(c.samples, 0);
+	ck_assert_double_eq(step(&c, &r, samples(10, 20 * MS), 0), 200);
+	ck_assert_uint_eq(c.blind_ticks, 0);
+}
+END_TEST
+
+START_TEST(controller_first_sample_sets_baseline)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	ck_assert_double_eq_tol(c.baseline_ns, 20 * MS, 0.01 * 20 * MS);
+	ck_assert_double_eq(c.fast_ns, c.p50_ns);
+	ck_assert_uint_eq(c.samples, 100);
+}
+END_TEST
+
+START_TEST(controller_cold_start_doubles)
+{
+	struct agile_resolved r = resolved(balanced(500, 10));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(step(&c, &r, samples(100, 20 * MS), 0), 20);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq(step(&c, &r, samples(100, 20 * MS), 0), 40);
+	ck_assert_uint_eq(c.cold_start, 1);
+}
+END_TEST
+
+START_TEST(controller_cold_start_ends_at_ceiling)
+{
+	struct agile_resolved r = resolved(balanced(50, 30));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(step(&c, &r, samples(100, 20 * MS), 0), 50);
+	ck_assert_uint_eq(c.cold_start, 0);
+	/* Warm now: the next healthy tick is additive (and stays clamped). */
+	ck_assert_double_eq(step(&c, &r, samples(100, 20 * MS), 0), 50);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+}
+END_TEST
+
+START_TEST(controller_additive_increase_when_warm)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	c.cold_start = 0;
+	ck_assert_double_eq_tol(step(&c, &r, samples(100, 20 * MS), 0), 105, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+}
+END_TEST
+
+START_TEST(controller_proportional_decrease)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0); /* baseline 20ms, rate 200 */
+	double base = c.baseline_ns;
+	double window = 2 * base;
+	double p50 = (double)agile_hist_quantile(samples(100, 50 * MS), 0.5);
+	double cut = 0.5 * (p50 - window) / window; /* gain 0.5 */
+	ck_assert_double_eq_tol(step(&c, &r, samples(100, 50 * MS), 0),
+	                        200 * (1 - cut), 1e-6);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
+	ck_assert_uint_eq(c.cold_start, 0);
+}
+END_TEST
+
+START_TEST(controller_decrease_capped_at_down_step)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	ck_assert_double_eq_tol(step(&c, &r, samples(100, 190 * MS), 0), 140, 1e-6);
+}
+END_TEST
+
+START_TEST(controller_deadband_holds_and_resets_counters)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.backoff_ticks = 2;
+	cfg.recover_ticks = 2;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0); /* up 1 */
+	ck_assert_int_eq(c.up_agree, 1);
+	ck_assert_double_eq(c.rate, 100);
+	/* 38 ms sits between low = 36 ms and the 40 ms window. */
+	step(&c, &r, samples(100, 38 * MS), 0);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_int_eq(c.up_agree, 0);
+	ck_assert_int_eq(c.down_agree, 0);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	ck_assert_double_eq(c.rate, 100); /* agreement starts again */
+	step(&c, &r, samples(100, 20 * MS), 0);
+	ck_assert_double_eq(c.rate, 200);
+}
+END_TEST
+
+START_TEST(controller_hysteresis_needs_agreeing_ticks)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.backoff_ticks = 2;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	c.cold_start = 0;
+	step(&c, &r, samples(100, 20 * MS), 0);
+	double before = c.rate;
+	step(&c, &r, samples(100, 60 * MS), 0);
+	ck_assert_double_eq(c.rate, before);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_int_eq(c.down_agree, 1);
+	step(&c, &r, samples(100, 60 * MS), 0);
+	ck_assert_double_lt(c.rate, before);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
+}
+END_TEST
+
+START_TEST(controller_utilisation_gate_holds)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+	struct agile_tick_input in = {.hist = samples(100, 20 * MS), .used = 49};
+
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(agile_controller_step(&c, &r, &in), 100);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_GATED);
+	ck_assert_double_eq(c.used, 49);
+	in.hist = samples(100, 20 * MS);
+	in.used = 50;
+	ck_assert_double_eq(agile_controller_step(&c, &r, &in), 200);
+}
+END_TEST
+
+START_TEST(controller_gate_never_blocks_a_decrease)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+	struct agile_tick_input in = {.hist = samples(100, 20 * MS), .used = 0};
+
+	agile_controller_init(&c, &r);
+	agile_controller_step(&c, &r, &in);
+	in.hist = samples(100, 190 * MS);
+	ck_assert_double_eq_tol(agile_controller_step(&c, &r, &in), 70, 1e-9);
+}
+END_TEST
+
+START_TEST(controller_tail_quantile_forces_full_step)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.slo_ns = 100 * MS;
+	cfg.backoff_ticks = 3; /* the guard is not gated by hysteresis */
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	/* p50 healthy, p99 at 150 ms > SLO. */
+	step(&c, &r, samples2(97, 10 * MS, 3, 150 * MS), 0);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq_tol(c.rate, 70, 1e-9);
+	ck_assert_uint_eq(c.cold_start, 0);
+	ck_assert_double_eq(c.tail_ratio, 0);
+	ck_assert_double_eq(c.tail_threshold, 0);
+}
+END_TEST
+
+START_TEST(controller_tail_factor_moves_only_the_guard)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.slo_ns = 100 * MS;
+	cfg.tail_factor = 2.0;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples2(97, 10 * MS, 3, 150 * MS), 0);
+	ck_assert_uint_ne(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq(agile_controller_tail_ns(&r), 200.0 * MS);
+	/* The window is still capped by 0.8 x SLO, not 0.8 x 2 x SLO. */
+	c.baseline_ns = 60 * MS;
+	ck_assert_double_eq(agile_controller_window_ns(&c, &r), 80.0 * MS);
+	step(&c, &r, samples2(97, 10 * MS, 3, 250 * MS), 0);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+}
+END_TEST
+
+START_TEST(controller_tail_ratio_threshold_formula)
+{
+	struct agile_config cfg = {.max_rate = 500, .initial_rate = 100,
+	                           .slo_ns = 200 * MS};
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	ck_assert_double_eq(r.tail_tolerance, 0.05);
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples2(95, 20 * MS, 5, 300 * MS), 0);
+	double threshold = 0.05 + AGILE_TAIL_SIGMA * sqrt(0.05 * 0.95 / 100);
+	ck_assert_double_eq_tol(c.tail_threshold, threshold, 1e-12);
+	ck_assert_double_eq_tol(c.tail_ratio, 0.5 * 0.05, 1e-12);
+	ck_assert_uint_ne(c.last_action, AGILE_ACTION_TAIL);
+}
+END_TEST
+
+START_TEST(controller_tail_ratio_smooths_over_two_ticks)
+{
+	struct agile_config cfg = {.max_rate = 500, .initial_rate = 100,
+	                           .slo_ns = 200 * MS};
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	/* One quiet tick with a single slow request: share 1.0, smoothed 0.5,
+	 * threshold with n = 1 is 0.05 + 3 x 0.218 = 0.70: no step. */
+	step(&c, &r, samples(1, 300 * MS), 0);
+	ck_assert_double_eq_tol(c.tail_ratio, 0.5, 1e-12);
+	ck_assert_uint_ne(c.last_action, AGILE_ACTION_TAIL);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	ck_assert_double_eq_tol(c.tail_ratio, 0.25, 1e-12);
+	/* A whole slow tick of 100 samples fires at once. */
+	step(&c, &r, samples(100, 300 * MS), 0);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+}
+END_TEST
+
+START_TEST(controller_slo_caps_window_one_way)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.slo_ns = 200 * MS;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	c.baseline_ns = 20 * MS;
+	ck_assert_double_eq(agile_controller_window_ns(&c, &r), 40.0 * MS);
+	c.baseline_ns = 150 * MS;
+	ck_assert_double_eq(agile_controller_window_ns(&c, &r), 160.0 * MS);
+}
+END_TEST
+
+START_TEST(controller_slo_anchor_window_is_fixed)
+{
+	struct agile_config cfg = {.max_rate = 500, .slo_ns = 100 * MS,
+	                           .anchor = AGILE_ANCHOR_SLO};
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(agile_controller_window_ns(&c, &r), 80.0 * MS);
+	c.baseline_ns = 5 * MS;
+	ck_assert_double_eq(agile_controller_window_ns(&c, &r), 80.0 * MS);
+}
+END_TEST
+
+START_TEST(controller_baseline_window_unknown_before_samples)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(agile_controller_window_ns(&c, &r), 0);
+	ck_assert_double_eq(agile_controller_tail_ns(&r), 0);
+}
+END_TEST
+
+START_TEST(controller_cold_start_never_rearms)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	step(&c, &r, samples(100, 190 * MS), 0);
+	ck_assert_uint_eq(c.cold_start, 0);
+	double before = c.rate;
+	step(&c, &r, samples(100, 19 * MS), 0);
+	ck_assert_double_eq_tol(c.rate, before * 1.05, 1e-9);
+}
+END_TEST
+
+START_TEST(controller_recover_ramp_multiplies_when_far_below)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.recover_ramp = 0.5;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	c.cold_start = 0;
+	c.baseline_ns = 20 * MS; /* window 40 ms, half of it 20 ms */
+	step(&c, &r, samples(100, 18 * MS), 0);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq(c.rate, 200);
+	/* Above half the window it is the ordinary additive step. */
+	c.baseline_ns = 20 * MS;
+	step(&c, &r, samples(100, 30 * MS), 0);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+}
+END_TEST
+
+START_TEST(controller_outage_steps_toward_probe)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.slo_ns = 100 * MS;
+	cfg.floor_rate = 50;
+	cfg.probe_rate = 5;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(5, 20 * MS), 10);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_OUTAGE);
+	ck_assert_double_eq_tol(c.rate, 70, 1e-9);
+	ck_assert_uint_eq(c.probe_mode, 1);
+	/* The synthetic sample sits above the window and the SLO. */
+	ck_assert_double_gt(c.fast_ns, 100.0 * MS);
+	ck_assert_double_gt(c.p99_ns, 100.0 * MS);
+	/* Below the operating floor, down to the probe floor. */
+	for (int i = 0; i < 20; i++)
+		step(&c, &r, samples(0, 0), 10);
+	ck_assert_double_eq(c.rate, 5);
+	ck_assert_uint_eq(c.unreachable, 10);
+}
+END_TEST
+
+START_TEST(controller_outage_without_anchor_is_noop)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.probe_rate = 1;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	for (int i = 0; i < 5; i++)
+		step(&c, &r, samples(0, 0), 50);
+	ck_assert_double_eq(c.rate, 100);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_BLIND);
+	/* Once a baseline exists, the same tick is an outage. */
+	step(&c, &r, samples(1, 20 * MS), 0);
+	step(&c, &r, samples(0, 0), 50);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_OUTAGE);
+}
+END_TEST
+
+START_TEST(controller_minor_unreachable_only_lowers_floor)
+{
+	struct agile_config cfg = balanced(500, 20);
+	cfg.floor_rate = 20;
+	cfg.probe_rate = 2;
+	cfg.slo_ns = 100 * MS;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0);  /* baseline, rate 40 */
+	/* 1 refused among 100 answered: not an outage, but the floor may now
+	 * fall to the probe rate: a congested tick goes below 20. */
+	step(&c, &r, samples(100, 20 * MS), 1);
+	ck_assert_uint_eq(c.probe_mode, 1);
+	ck_assert_uint_ne(c.last_action, AGILE_ACTION_OUTAGE);
+	for (int i = 0; i < 10; i++)
+		step(&c, &r, samples(100, 90 * MS), 0);
+	ck_assert_double_lt(c.rate, 20);
+}
+END_TEST
+
+START_TEST(controller_clamps_to_floor_and_max)
+{
+	struct agile_resolved r = resolved(balanced(100, 90));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	for (int i = 0; i < 5; i++)
+		step(&c, &r, samples(100, 20 * MS), 0);
+	ck_assert_double_eq(c.rate, 100);
+	for (int i = 0; i < 30; i++)
+		step(&c, &r, samples(100, 500 * MS), 0);
+	ck_assert_double_eq(c.rate, 10);
+}
+END_TEST
+
+START_TEST(controller_baseline_rise_is_capped)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	double b0 = c.baseline_ns;
+	step(&c, &r, samples(100, 40 * MS), 0);
+	ck_assert_double_eq_tol(c.baseline_ns, b0 * 1.002, 1e-6);
+}
+END_TEST
+
+START_TEST(controller_baseline_falls_with_down_half_life)
+{
+	struct agile_resolved r = resolved(balanced(500, 100));
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 40 * MS), 0);
+	double b0 = c.baseline_ns;
+	double p50 = (double)agile_hist_quantile(samples(100, 20 * MS), 0.5);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	double alpha = 1 - exp2(-1.0 / 5.0); /* 1 s tick, 5 s half-life */
+	ck_assert_double_eq_tol(c.baseline_ns, b0 + alpha * (p50 - b0), 1e-6);
+}
+END_TEST
+
+START_TEST(controller_baseline_rise_follows_half_life_below_cap)
+{
+	struct agile_config cfg = balanced(500, 100);
+	cfg.max_baseline_rise = 0.5;
+	struct agile_resolved r = resolved(cfg);
+	struct agile_controller c;
+
+	agile_controller_init(&c, &r);
+	step(&c, &r, samples(100, 20 * MS), 0);
+	double b0 = c.baseline_ns;
+	double p50 = (double)agile_hist_quantile(samples(100, 30 * MS), 0.5);
+	step(&c, &r, samples(100, 30 * MS), 0);
+	double alpha = 1 - exp2(-1.0 / 60.0);
+	ck_assert_double_eq_tol(c.baseline_ns, b0 + alpha * (p50 - b0), 1e-6);
+}
+END_TEST
+
+START_TEST(controller_action_names)
+{
+	ck_assert_str_eq(agile_action_name(AGILE_ACTION_OUTAGE), "outage");
+	ck_assert_str_eq(agile_action_name(AGILE_ACTION_GATED), "gated");
+	ck_assert_str_eq(agile_action_name((enum agile_action)99), "unknown");
+}
+END_TEST
 
 Suite *controller_suite(void)
 {
-	return suite_create("controller");
+	Suite *s = suite_create("controller");
+	TCase *tc = tcase_create("law");
+
+	tcase_add_test(tc, controller_init_starts_cold_at_initial);
+	tcase_add_test(tc, controller_blind_tick_changes_nothing);
+	tcase_add_test(tc, controller_first_sample_sets_baseline);
+	tcase_add_test(tc, controller_cold_start_doubles);
+	tcase_add_test(tc, controller_cold_start_ends_at_ceiling);
+	tcase_add_test(tc, controller_additive_increase_when_warm);
+	tcase_add_test(tc, controller_proportional_decrease);
+	tcase_add_test(tc, controller_decrease_capped_at_down_step);
+	tcase_add_test(tc, controller_deadband_holds_and_resets_counters);
+	tcase_add_test(tc, controller_hysteresis_needs_agreeing_ticks);
+	tcase_add_test(tc, controller_utilisation_gate_holds);
+	tcase_add_test(tc, controller_gate_never_blocks_a_decrease);
+	tcase_add_test(tc, controller_tail_quantile_forces_full_step);
+	tcase_add_test(tc, controller_tail_factor_moves_only_the_guard);
+	tcase_add_test(tc, controller_tail_ratio_threshold_formula);
+	tcase_add_test(tc, controller_tail_ratio_smooths_over_two_ticks);
+	tcase_add_test(tc, controller_slo_caps_window_one_way);
+	tcase_add_test(tc, controller_slo_anchor_window_is_fixed);
+	tcase_add_test(tc, controller_baseline_window_unknown_before_samples);
+	tcase_add_test(tc, controller_cold_start_never_rearms);
+	tcase_add_test(tc, controller_recover_ramp_multiplies_when_far_below);
+	tcase_add_test(tc, controller_outage_steps_toward_probe);
+	tcase_add_test(tc, controller_outage_without_anchor_is_noop);
+	tcase_add_test(tc, controller_minor_unreachable_only_lowers_floor);
+	tcase_add_test(tc, controller_clamps_to_floor_and_max);
+	tcase_add_test(tc, controller_baseline_rise_is_capped);
+	tcase_add_test(tc, controller_baseline_falls_with_down_half_life);
+	tcase_add_test(tc, controller_baseline_rise_follows_half_life_below_cap);
+	tcase_add_test(tc, controller_action_names);
+	suite_add_tcase(s, tc);
+	return s;
 }
