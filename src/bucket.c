@@ -1,1 +1,150 @@
-/* bucket.c - placeholder until its module lands. */
+/*
+ * bucket.c - the leaky bucket that paces outbound calls: the rate actuator.
+ *
+ * The bucket keeps one number that matters, the planned time of the latest
+ * grant.  A take plans the next grant one interval after it, or now if that is
+ * already past, and publishes it with a compare-and-swap, so any number of
+ * threads and processes sharing the struct get distinct slots spaced at least
+ * one interval apart.  No credit accumulates while the bucket is idle: the
+ * static ceiling is a promise about every window, not an average, so a burst
+ * after a quiet spell would break it.
+ *
+ * The ceiling is enforced here as well as in the controller's clamp:
+ * min_interval_ns is fixed at init, every interval is clamped to it, and take
+ * clamps again, so no rate a caller asks for can undercut it.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "agile.h"
+#include "atomics.h"
+
+/* The longest spacing the bucket plans, about 146 years.  A rate near zero
+ * would otherwise ask for an interval that does not fit in int64_t, and
+ * llround() of such a value is unspecified. */
+#define MAX_INTERVAL_NS (INT64_C(1) << 62)
+
+/* Before the first take: far enough in the past that max(now, last +
+ * interval) is `now` for any realistic clock, and far enough from INT64_MIN
+ * that adding even MAX_INTERVAL_NS cannot overflow. */
+#define NEVER_NS (INT64_MIN / 2)
+
+/* The spacing that `rate` (grants per second, > 0, possibly +inf) asks for,
+ * rounded to the nearest nanosecond and never below the ceiling's spacing. */
+static int64_t interval_for_rate(double rate, int64_t min_interval_ns)
+{
+	double ns = (double)AGILE_NS_PER_S / rate;
+	int64_t interval_ns;
+
+	if (ns >= (double)MAX_INTERVAL_NS)
+		interval_ns = MAX_INTERVAL_NS;
+	else
+		interval_ns = llround(ns);
+	return interval_ns < min_interval_ns ? min_interval_ns : interval_ns;
+}
+
+/* a + b for b >= 0, saturating at INT64_MAX instead of wrapping: a wrapped
+ * planned time would be a slot in the distant past, granted at once. */
+static int64_t add_saturating(int64_t a, int64_t b)
+{
+	return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* The slot a take issued now would get, given the latest planned grant. */
+static int64_t next_slot(const struct agile_bucket *b, int64_t last_ns,
+                         int64_t now_ns)
+{
+	int64_t interval_ns = agile__load_i64(&b->interval_ns);
+	int64_t min_interval_ns = agile__load_i64(&b->min_interval_ns);
+
+	/* interval_ns is clamped whenever it is written, but the struct lives
+	 * in a shared file that any process can write; clamping again here is
+	 * what makes the ceiling hold whatever wrote the field. */
+	if (interval_ns < min_interval_ns)
+		interval_ns = min_interval_ns;
+
+	int64_t due_ns = add_saturating(last_ns, interval_ns);
+	return due_ns > now_ns ? due_ns : now_ns;
+}
+
+int agile_bucket_init(struct agile_bucket *b, double rate, double max_rate)
+{
+	/* The negated comparisons also reject NaN.  An infinite ceiling is no
+	 * ceiling at all, so it is refused rather than read as "unlimited". */
+	if (!(rate > 0) || !(max_rate > 0) || isinf(max_rate))
+		return -EINVAL;
+
+	/* The ceiling's spacing is rounded up, never to the nearest: rounding
+	 * 1e9 / 3 down to 333333333 ns would let the bucket run a hair faster
+	 * than the rate that was promised.  It is at least 1 ns, which caps a
+	 * ceiling above 1e9 grants per second at 1e9. */
+	double min_ns = ceil((double)AGILE_NS_PER_S / max_rate);
+	int64_t min_interval_ns;
+	if (min_ns >= (double)MAX_INTERVAL_NS)
+		min_interval_ns = MAX_INTERVAL_NS;
+	else if (min_ns < 1)
+		min_interval_ns = 1;
+	else
+		min_interval_ns = (int64_t)min_ns;
+
+	agile__store_i64(&b->min_interval_ns, min_interval_ns);
+	agile__store_i64(&b->interval_ns, interval_for_rate(rate, min_interval_ns));
+	agile__store_i64(&b->last_ns, NEVER_NS);
+	agile__store_u64(&b->grants, 0);
+	return 0;
+}
+
+void agile_bucket_set_rate(struct agile_bucket *b, double rate)
+{
+	/* A non-positive or NaN rate is a caller bug with no meaningful
+	 * reading; keeping the current rate is safer than stopping traffic or
+	 * opening the bucket to the ceiling. */
+	if (!(rate > 0))
+		return;
+
+	int64_t min_interval_ns = agile__load_i64(&b->min_interval_ns);
+	agile__store_i64(&b->interval_ns, interval_for_rate(rate, min_interval_ns));
+}
+
+double agile_bucket_rate(const struct agile_bucket *b)
+{
+	return (double)AGILE_NS_PER_S / (double)agile__load_i64(&b->interval_ns);
+}
+
+int64_t agile_bucket_take(struct agile_bucket *b, int64_t now_ns)
+{
+	int64_t last_ns = agile__load_i64(&b->last_ns);
+	int64_t planned_ns;
+
+	/* A failed CAS reloads last_ns, and the interval is re-read on every
+	 * attempt, so a rate change that lands meanwhile applies to this grant. */
+	do {
+		planned_ns = next_slot(b, last_ns, now_ns);
+	} while (!agile__cas_i64(&b->last_ns, &last_ns, planned_ns));
+
+	agile__add_u64(&b->grants, 1);
+	return planned_ns;
+}
+
+bool agile_bucket_try_take(struct agile_bucket *b, int64_t now_ns,
+                           int64_t max_wait_ns, int64_t *planned_ns)
+{
+	int64_t last_ns = agile__load_i64(&b->last_ns);
+	int64_t slot_ns;
+
+	do {
+		slot_ns = next_slot(b, last_ns, now_ns);
+		/* slot_ns >= now_ns, so the wait is exact in unsigned arithmetic
+		 * even across the whole int64_t range.  A negative max_wait_ns
+		 * refuses every slot, including one due now. */
+		uint64_t wait_ns = (uint64_t)slot_ns - (uint64_t)now_ns;
+		if (max_wait_ns < 0 || wait_ns > (uint64_t)max_wait_ns)
+			return false;
+	} while (!agile__cas_i64(&b->last_ns, &last_ns, slot_ns));
+
+	agile__add_u64(&b->grants, 1);
+	if (planned_ns != NULL)
+		*planned_ns = slot_ns;
+	return true;
+}

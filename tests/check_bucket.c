@@ -1,7 +1,341 @@
-/* check_bucket.c - placeholder suite until its module's tests land. */
+/*
+ * check_bucket.c - the leaky bucket on a virtual clock: the first grant is
+ * immediate, grants are spaced exactly one interval apart, a rate change
+ * applies to the next grant, the ceiling holds whatever rate is asked for,
+ * and an idle spell earns no burst.  Times are plain integers chosen by the
+ * test, so every expectation is exact.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+
+#include "agile.h"
 #include "check_suites.h"
+
+#define MS AGILE_NS_PER_MS
+#define S AGILE_NS_PER_S
+
+START_TEST(bucket_init_rejects_invalid)
+{
+	struct agile_bucket b;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 0, 100), -EINVAL);
+	ck_assert_int_eq(agile_bucket_init(&b, -1, 100), -EINVAL);
+	ck_assert_int_eq(agile_bucket_init(&b, NAN, 100), -EINVAL);
+	ck_assert_int_eq(agile_bucket_init(&b, 10, 0), -EINVAL);
+	ck_assert_int_eq(agile_bucket_init(&b, 10, -100), -EINVAL);
+	ck_assert_int_eq(agile_bucket_init(&b, 10, NAN), -EINVAL);
+	/* An infinite ceiling would be no ceiling. */
+	ck_assert_int_eq(agile_bucket_init(&b, 10, INFINITY), -EINVAL);
+	ck_assert_int_eq(agile_bucket_init(&b, 10, 100), 0);
+}
+END_TEST
+
+START_TEST(bucket_init_clamps_rate_to_ceiling)
+{
+	struct agile_bucket b;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 1000, 100), 0);
+	ck_assert_int_eq(b.interval_ns, 10 * MS);
+	ck_assert_int_eq(b.min_interval_ns, 10 * MS);
+	ck_assert_double_eq_tol(agile_bucket_rate(&b), 100, 1e-9);
+	ck_assert_uint_eq(b.grants, 0);
+
+	ck_assert_int_eq(agile_bucket_init(&b, INFINITY, 100), 0);
+	ck_assert_int_eq(b.interval_ns, 10 * MS);
+}
+END_TEST
+
+START_TEST(bucket_first_take_is_now)
+{
+	const int64_t nows[] = { 0, 12345, -5 * S, INT64_C(1) << 62 };
+
+	for (size_t i = 0; i < sizeof(nows) / sizeof(nows[0]); i++) {
+		struct agile_bucket b;
+		ck_assert_int_eq(agile_bucket_init(&b, 100, 100), 0);
+		ck_assert_int_eq(agile_bucket_take(&b, nows[i]), nows[i]);
+		ck_assert_uint_eq(b.grants, 1);
+	}
+}
+END_TEST
+
+START_TEST(bucket_spacing_exact)
+{
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 1000), 0);
+
+	/* A caller that takes faster than the rate gets slots exactly 10 ms
+	 * apart, counted from the first grant, whatever its own clock says. */
+	int64_t now = 7 * S;
+	for (int k = 0; k < 50; k++) {
+		ck_assert_int_eq(agile_bucket_take(&b, now), 7 * S + k * 10 * MS);
+		now += 3 * MS;
+	}
+	ck_assert_uint_eq(b.grants, 50);
+}
+END_TEST
+
+START_TEST(bucket_slot_is_now_when_late)
+{
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 100), 0);
+
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 0);
+	ck_assert_int_eq(agile_bucket_take(&b, 15 * MS), 15 * MS);
+	ck_assert_int_eq(agile_bucket_take(&b, 15 * MS), 25 * MS);
+}
+END_TEST
+
+START_TEST(bucket_rate_rounding)
+{
+	struct agile_bucket b;
+
+	/* The interval is 1e9 / rate rounded to the nearest nanosecond... */
+	ck_assert_int_eq(agile_bucket_init(&b, 3, 10), 0);
+	ck_assert_int_eq(b.interval_ns, 333333333);
+	agile_bucket_set_rate(&b, 1.5);
+	ck_assert_int_eq(b.interval_ns, 666666667);
+
+	/* ...but the ceiling's spacing is rounded up, so running at the
+	 * ceiling never goes a fraction faster than it. */
+	ck_assert_int_eq(agile_bucket_init(&b, 3, 3), 0);
+	ck_assert_int_eq(b.min_interval_ns, 333333334);
+	ck_assert_int_eq(b.interval_ns, 333333334);
+	ck_assert_double_le(agile_bucket_rate(&b), 3.0);
+}
+END_TEST
+
+START_TEST(bucket_rate_change_affects_next_grant)
+{
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 1000), 0);
+
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 0);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 10 * MS);
+
+	agile_bucket_set_rate(&b, 50);
+	ck_assert_double_eq_tol(agile_bucket_rate(&b), 50, 1e-9);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 30 * MS);
+
+	agile_bucket_set_rate(&b, 200);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 35 * MS);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 40 * MS);
+}
+END_TEST
+
+START_TEST(bucket_ceiling_enforced)
+{
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 200), 0);
+
+	agile_bucket_set_rate(&b, 1000);
+	ck_assert_int_eq(b.interval_ns, 5 * MS);
+	ck_assert_double_eq_tol(agile_bucket_rate(&b), 200, 1e-9);
+	agile_bucket_set_rate(&b, INFINITY);
+	ck_assert_int_eq(b.interval_ns, 5 * MS);
+
+	for (int k = 0; k < 20; k++)
+		ck_assert_int_eq(agile_bucket_take(&b, 0), k * 5 * MS);
+}
+END_TEST
+
+START_TEST(bucket_ceiling_holds_if_field_corrupted)
+{
+	/* The struct lives in a shared file any process can write.  Even an
+	 * interval written behind the bucket's back cannot undercut the
+	 * ceiling's spacing. */
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 200), 0);
+	b.interval_ns = 1;
+
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 0);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 5 * MS);
+	int64_t planned = -1;
+	ck_assert(!agile_bucket_try_take(&b, 0, 9 * MS, &planned));
+	ck_assert_int_eq(planned, -1);
+}
+END_TEST
+
+START_TEST(bucket_ceiling_above_one_per_ns)
+{
+	/* 1e9 grants per second is the finest spacing an int64_t nanosecond
+	 * clock can express; a higher ceiling is held at one grant per ns
+	 * rather than letting grants share a slot. */
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 4e9, 2e9), 0);
+	ck_assert_int_eq(b.min_interval_ns, 1);
+	ck_assert_int_eq(agile_bucket_take(&b, 100), 100);
+	ck_assert_int_eq(agile_bucket_take(&b, 100), 101);
+	ck_assert_int_eq(agile_bucket_take(&b, 100), 102);
+}
+END_TEST
+
+START_TEST(bucket_set_rate_ignores_invalid)
+{
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 1000), 0);
+
+	agile_bucket_set_rate(&b, 0);
+	agile_bucket_set_rate(&b, -3);
+	agile_bucket_set_rate(&b, NAN);
+	agile_bucket_set_rate(&b, -INFINITY);
+	ck_assert_int_eq(b.interval_ns, 10 * MS);
+	ck_assert_double_eq_tol(agile_bucket_rate(&b), 100, 1e-9);
+}
+END_TEST
+
+START_TEST(bucket_no_burst_after_idle)
+{
+	/*
+	 * A greedy caller on a virtual clock that idles for long spells and then
+	 * takes as fast as it can.  A token bucket would grant the idle spell's
+	 * credit at once; this one must keep every window T to at most
+	 * T / interval + 1 grants, and the first grant after the idle spell
+	 * is at `now`, the next one interval later.
+	 */
+	enum { GRANTS = 2000 };
+	static int64_t planned[GRANTS];
+	const int64_t interval = 100 * MS;
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 10, 10), 0);
+
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 0);
+	ck_assert_int_eq(agile_bucket_take(&b, 60 * S), 60 * S);
+	ck_assert_int_eq(agile_bucket_take(&b, 60 * S), 60 * S + interval);
+
+	/* A fixed linear congruential generator keeps the schedule the same on
+	 * every run: mostly bursts of takes at the same instant, sometimes a
+	 * short step, sometimes minutes of silence. */
+	uint64_t lcg = 42;
+	int64_t now = 61 * S;
+	for (int i = 0; i < GRANTS; i++) {
+		lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+		unsigned roll = (unsigned)(lcg >> 33) % 100;
+		if (roll >= 97)
+			now += (int64_t)(lcg >> 20) % (600 * S);
+		else if (roll >= 80)
+			now += (int64_t)(lcg >> 20) % (50 * MS);
+		planned[i] = agile_bucket_take(&b, now);
+		ck_assert_int_ge(planned[i], now);
+		if (i > 0)
+			ck_assert_int_ge(planned[i] - planned[i - 1], interval);
+	}
+
+	const int64_t windows[] = { interval, 250 * MS, S, 10 * S, 60 * S };
+	for (size_t w = 0; w < sizeof(windows) / sizeof(windows[0]); w++) {
+		int64_t span = windows[w];
+		int64_t allowed = span / interval + 1;
+		int end = 0;
+		for (int start = 0; start < GRANTS; start++) {
+			while (end < GRANTS && planned[end] <= planned[start] + span)
+				end++;
+			ck_assert_int_le(end - start, allowed);
+		}
+	}
+}
+END_TEST
+
+START_TEST(bucket_try_take_refuses_beyond_max_wait)
+{
+	struct agile_bucket b;
+	int64_t planned = -1;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 100), 0);
+
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 0);
+
+	/* The next slot is at 10 ms: waiting at most 5 ms, or 1 ns short of
+	 * 10 ms, is refused and reserves nothing. */
+	ck_assert(!agile_bucket_try_take(&b, 0, 5 * MS, &planned));
+	ck_assert(!agile_bucket_try_take(&b, 0, 10 * MS - 1, &planned));
+	ck_assert(!agile_bucket_try_take(&b, 0, -1, &planned));
+	ck_assert_int_eq(planned, -1);
+	ck_assert_uint_eq(b.grants, 1);
+	ck_assert_int_eq(b.last_ns, 0);
+
+	/* Exactly the wait it needs is enough. */
+	ck_assert(agile_bucket_try_take(&b, 0, 10 * MS, &planned));
+	ck_assert_int_eq(planned, 10 * MS);
+	ck_assert_uint_eq(b.grants, 2);
+
+	/* The refusals consumed nothing: the next take is one interval on. */
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 20 * MS);
+}
+END_TEST
+
+START_TEST(bucket_try_take_due_now)
+{
+	struct agile_bucket b;
+	int64_t planned = -1;
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 100), 0);
+
+	ck_assert(agile_bucket_try_take(&b, 5 * S, 0, &planned));
+	ck_assert_int_eq(planned, 5 * S);
+	ck_assert(!agile_bucket_try_take(&b, 5 * S, 0, &planned));
+	/* A caller that does not want the time may pass NULL. */
+	ck_assert(agile_bucket_try_take(&b, 6 * S, 0, NULL));
+	ck_assert_uint_eq(b.grants, 2);
+	ck_assert_int_eq(agile_bucket_take(&b, 6 * S), 6 * S + 10 * MS);
+}
+END_TEST
+
+START_TEST(bucket_saturates_instead_of_wrapping)
+{
+	/* Near the end of int64_t time the next slot saturates at INT64_MAX
+	 * rather than wrapping into the past and being granted at once. */
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 1, 1), 0);
+	ck_assert_int_eq(agile_bucket_take(&b, INT64_MAX - 10), INT64_MAX - 10);
+	ck_assert_int_eq(agile_bucket_take(&b, INT64_MAX - 10), INT64_MAX);
+
+	int64_t planned = -1;
+	ck_assert(!agile_bucket_try_take(&b, INT64_MIN, INT64_MAX, &planned));
+	ck_assert_int_eq(planned, -1);
+}
+END_TEST
+
+START_TEST(bucket_tiny_rate_capped)
+{
+	/* A rate near zero asks for an interval beyond int64_t; it is capped
+	 * at 2^62 ns (about 146 years) instead. */
+	struct agile_bucket b;
+	ck_assert_int_eq(agile_bucket_init(&b, 1e-30, 1), 0);
+	ck_assert_int_eq(b.interval_ns, INT64_C(1) << 62);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 0);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), INT64_C(1) << 62);
+}
+END_TEST
 
 Suite *bucket_suite(void)
 {
-	return suite_create("bucket");
+	Suite *s = suite_create("bucket");
+
+	TCase *init = tcase_create("init");
+	tcase_add_test(init, bucket_init_rejects_invalid);
+	tcase_add_test(init, bucket_init_clamps_rate_to_ceiling);
+	tcase_add_test(init, bucket_rate_rounding);
+	tcase_add_test(init, bucket_tiny_rate_capped);
+	suite_add_tcase(s, init);
+
+	TCase *take = tcase_create("take");
+	tcase_add_test(take, bucket_first_take_is_now);
+	tcase_add_test(take, bucket_spacing_exact);
+	tcase_add_test(take, bucket_slot_is_now_when_late);
+	tcase_add_test(take, bucket_rate_change_affects_next_grant);
+	tcase_add_test(take, bucket_no_burst_after_idle);
+	tcase_add_test(take, bucket_saturates_instead_of_wrapping);
+	suite_add_tcase(s, take);
+
+	TCase *ceiling = tcase_create("ceiling");
+	tcase_add_test(ceiling, bucket_ceiling_enforced);
+	tcase_add_test(ceiling, bucket_ceiling_holds_if_field_corrupted);
+	tcase_add_test(ceiling, bucket_ceiling_above_one_per_ns);
+	tcase_add_test(ceiling, bucket_set_rate_ignores_invalid);
+	suite_add_tcase(s, ceiling);
+
+	TCase *try_take = tcase_create("try_take");
+	tcase_add_test(try_take, bucket_try_take_refuses_beyond_max_wait);
+	tcase_add_test(try_take, bucket_try_take_due_now);
+	suite_add_tcase(s, try_take);
+
+	return s;
 }
