@@ -1,1 +1,1375 @@
-/* rules.c - placeholder until the rules parser lands. */
+/*
+ * rules.c - the destination rules: parsing AGILE_DEST_<NAME> values into
+ * struct agile_rule, and matching a socket address against the rules.
+ *
+ * The parser is pure: it reads the strings it is given, writes the structs it
+ * is given and reports every problem as one complete line through the
+ * caller's callback.  It allocates nothing and does no I/O, so the preload can
+ * run it in a constructor and the tests can drive it without a process.  The
+ * one function that talks to the network, agile_rules_resolve_hosts(), is
+ * kept apart and called by the preload when it chooses.
+ *
+ * The error policy is the product's promise about the ceiling: a setting that
+ * cannot be read keeps its default and the rule stays in force, because a
+ * typo in `floor` must not switch the limit off; only a rule whose
+ * destination or `max` cannot be read is disabled, since there is nothing
+ * to enforce without them.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "rules.h"
+
+#define DEST_PREFIX "AGILE_DEST_"
+#define DEST_PREFIX_LEN (sizeof(DEST_PREFIX) - 1)
+
+/* The longest line a message can be; longer user text is cut short. */
+#define MESSAGE_MAX 512
+/* How much of a user's value a message quotes. */
+#define QUOTE_MAX 64
+
+/* A rate above one grant per nanosecond cannot be spaced by the bucket, whose
+ * clock is in whole nanoseconds; such a `max` would silently mean no limit. */
+#define RATE_LIMIT_MAX INT64_C(1000000000)
+
+#define DEST_EXPECTED \
+	"expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path"
+#define DURATION_EXPECTED "expected a duration such as 250us, 200ms or 1.5s"
+
+/* ------------------------------------------------------------------------ */
+/* Settings                                                                  */
+/* ------------------------------------------------------------------------ */
+
+enum key_type {
+	KEY_RATE,     /* int64_t requests per second, >= 0 */
+	KEY_COUNT,    /* int ticks, >= 0 */
+	KEY_DURATION, /* int64_t nanoseconds, with a unit */
+	KEY_DECIMAL,  /* double, >= 0 */
+	KEY_ANCHOR,
+	KEY_PRESET,
+	KEY_PACE
+};
+
+struct key_spec {
+	const char *name;
+	enum key_type type;
+	size_t offset;      /* into struct agile_config; unused for KEY_PACE */
+	const char *expect; /* the "expected ..." tail of a message */
+};
+
+#define CONFIG_FIELD(field) offsetof(struct agile_config, field)
+
+/* The order is the order of agilepreload(7) and of the list printed when an
+ * unknown key has no close match. */
+static const struct key_spec keys[] = {
+	{ "max", KEY_RATE, CONFIG_FIELD(max_rate),
+	  "expected a whole number of requests per second greater than 0" },
+	{ "min", KEY_RATE, CONFIG_FIELD(min_rate),
+	  "expected a whole number of requests per second, 0 or more" },
+	{ "floor", KEY_RATE, CONFIG_FIELD(floor_rate),
+	  "expected a whole number of requests per second, 0 or more" },
+	{ "probe", KEY_RATE, CONFIG_FIELD(probe_rate),
+	  "expected a whole number of requests per second, 0 or more" },
+	{ "initial", KEY_RATE, CONFIG_FIELD(initial_rate),
+	  "expected a whole number of requests per second, 0 or more" },
+	{ "slo", KEY_DURATION, CONFIG_FIELD(slo_ns), DURATION_EXPECTED },
+	{ "anchor", KEY_ANCHOR, CONFIG_FIELD(anchor),
+	  "expected unset, baseline or slo" },
+	{ "preset", KEY_PRESET, CONFIG_FIELD(preset),
+	  "expected none, balanced, latency-first or throughput-first" },
+	{ "tail_factor", KEY_DECIMAL, CONFIG_FIELD(tail_factor),
+	  "expected a decimal number, 0 or more, such as 1.5" },
+	{ "tail_tolerance", KEY_DECIMAL, CONFIG_FIELD(tail_tolerance),
+	  "expected a decimal number, 0 or more, such as 0.05" },
+	{ "tick", KEY_DURATION, CONFIG_FIELD(tick_ns), DURATION_EXPECTED },
+	{ "up", KEY_DECIMAL, CONFIG_FIELD(up_step),
+	  "expected a decimal number, 0 or more, such as 0.05" },
+	{ "down", KEY_DECIMAL, CONFIG_FIELD(down_step),
+	  "expected a decimal number, 0 or more, such as 0.3" },
+	{ "gain", KEY_DECIMAL, CONFIG_FIELD(gain),
+	  "expected a decimal number, 0 or more, such as 0.5" },
+	{ "inflation", KEY_DECIMAL, CONFIG_FIELD(target_inflation),
+	  "expected a decimal number, 0 or more, such as 1.0" },
+	{ "deadband", KEY_DECIMAL, CONFIG_FIELD(deadband),
+	  "expected a decimal number, 0 or more, such as 0.1" },
+	{ "backoff_ticks", KEY_COUNT, CONFIG_FIELD(backoff_ticks),
+	  "expected a whole number of ticks, 0 or more" },
+	{ "recover_ticks", KEY_COUNT, CONFIG_FIELD(recover_ticks),
+	  "expected a whole number of ticks, 0 or more" },
+	{ "slow_start", KEY_DECIMAL, CONFIG_FIELD(slow_start_gain),
+	  "expected a decimal number, 0 or more, such as 2.0" },
+	{ "recover_ramp", KEY_DECIMAL, CONFIG_FIELD(recover_ramp),
+	  "expected a decimal number, 0 or more, such as 0.5" },
+	{ "slow_half_life", KEY_DURATION, CONFIG_FIELD(slow_half_life_ns),
+	  DURATION_EXPECTED },
+	{ "slow_down_half_life", KEY_DURATION,
+	  CONFIG_FIELD(slow_down_half_life_ns), DURATION_EXPECTED },
+	{ "max_baseline_rise", KEY_DECIMAL, CONFIG_FIELD(max_baseline_rise),
+	  "expected a decimal number, 0 or more, such as 0.002" },
+	{ "pace", KEY_PACE, 0, "expected request or connect" },
+};
+
+#define KEY_COUNT_ALL (sizeof(keys) / sizeof(keys[0]))
+
+/* ------------------------------------------------------------------------ */
+/* Reporting                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Where messages go while one variable is parsed. */
+struct reporter {
+	const char *var; /* "AGILE_DEST_API", the prefix of every message */
+	agile_rules_error_fn fn;
+	void *arg;
+	int errors;
+};
+
+/* Format one message, prefix it with the variable's name and pass it on. */
+__attribute__((format(printf, 2, 3)))
+static void report(struct reporter *r, const char *fmt, ...)
+{
+	char line[MESSAGE_MAX];
+	int n;
+	va_list ap;
+
+	n = snprintf(line, sizeof(line), "%s: ", r->var);
+	if (n >= 0 && (size_t)n < sizeof(line)) {
+		va_start(ap, fmt);
+		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	r->errors++;
+	if (r->fn != NULL)
+		r->fn(line, r->arg);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Numbers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Why a number could not be read; each has its own message. */
+enum number_error {
+	NUMBER_OK = 0,
+	NUMBER_EMPTY,        /* nothing after the `=` */
+	NUMBER_NOT_NUMBER,   /* not digits at all */
+	NUMBER_NOT_WHOLE,    /* a decimal where a whole number is needed */
+	NUMBER_NEGATIVE,
+	NUMBER_TOO_LARGE,
+	NUMBER_NO_UNIT,      /* a duration without its unit */
+	NUMBER_BAD_UNIT      /* a duration with a unit we do not know */
+};
+
+/*
+ * Split "12.50ms" into its digits and what follows.  Accepts an optional
+ * leading '-' (so a negative number is reported as such, not as garbage),
+ * digits, and an optional '.' with more digits; at least one digit overall.
+ * Locale-independent on purpose: the preload may parse after the program has
+ * called setlocale(), where strtod() would want a decimal comma.
+ */
+struct decimal {
+	bool negative;
+	const char *int_digits;
+	size_t int_len;
+	const char *frac_digits;
+	size_t frac_len;
+	const char *rest; /* the first character after the number */
+};
+
+static bool scan_decimal(const char *text, struct decimal *d)
+{
+	const char *p = text;
+
+	memset(d, 0, sizeof(*d));
+	if (*p == '-') {
+		d->negative = true;
+		p++;
+	}
+	d->int_digits = p;
+	while (isdigit((unsigned char)*p))
+		p++;
+	d->int_len = (size_t)(p - d->int_digits);
+	if (*p == '.') {
+		p++;
+		d->frac_digits = p;
+		while (isdigit((unsigned char)*p))
+			p++;
+		d->frac_len = (size_t)(p - d->frac_digits);
+	}
+	d->rest = p;
+	return d->int_len + d->frac_len > 0;
+}
+
+/* True when every digit of the number is zero ("-0" is not negative). */
+static bool decimal_is_zero(const struct decimal *d)
+{
+	for (size_t i = 0; i < d->int_len; i++)
+		if (d->int_digits[i] != '0')
+			return false;
+	for (size_t i = 0; i < d->frac_len; i++)
+		if (d->frac_digits[i] != '0')
+			return false;
+	return true;
+}
+
+/* Accumulate decimal digits into *value; false on overflow past `limit`. */
+static bool accumulate(const char *digits, size_t len, uint64_t limit,
+                       uint64_t *value)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint64_t digit = (uint64_t)(digits[i] - '0');
+		if (*value > (limit - digit) / 10)
+			return false;
+		*value = *value * 10 + digit;
+	}
+	return true;
+}
+
+static enum number_error parse_whole(const char *text, uint64_t limit,
+                                     uint64_t *out)
+{
+	struct decimal d;
+	uint64_t value = 0;
+
+	if (*text == '\0')
+		return NUMBER_EMPTY;
+	if (!scan_decimal(text, &d) || *d.rest != '\0')
+		return NUMBER_NOT_NUMBER;
+	if (d.negative && !decimal_is_zero(&d))
+		return NUMBER_NEGATIVE;
+	if (d.frac_digits != NULL)
+		return NUMBER_NOT_WHOLE;
+	if (!accumulate(d.int_digits, d.int_len, limit, &value))
+		return NUMBER_TOO_LARGE;
+	*out = value;
+	return NUMBER_OK;
+}
+
+/* Decimals are knobs near 1 (gains, fractions, factors); anything past a
+ * million is a typo, and the bound keeps the arithmetic exact-ish. */
+#define DECIMAL_LIMIT 1000000.0
+
+static enum number_error parse_decimal(const char *text, double *out)
+{
+	struct decimal d;
+	double value = 0.0;
+	double scale = 1.0;
+
+	if (*text == '\0')
+		return NUMBER_EMPTY;
+	if (!scan_decimal(text, &d) || *d.rest != '\0')
+		return NUMBER_NOT_NUMBER;
+	if (d.negative && !decimal_is_zero(&d))
+		return NUMBER_NEGATIVE;
+	for (size_t i = 0; i < d.int_len; i++) {
+		value = value * 10.0 + (d.int_digits[i] - '0');
+		if (value > DECIMAL_LIMIT)
+			return NUMBER_TOO_LARGE;
+	}
+	for (size_t i = 0; i < d.frac_len && i < 17; i++) {
+		scale /= 10.0;
+		value += (d.frac_digits[i] - '0') * scale;
+	}
+	*out = value;
+	return NUMBER_OK;
+}
+
+static const struct {
+	const char *suffix;
+	int64_t ns;
+} duration_units[] = {
+	{ "ns", 1 },
+	{ "us", AGILE_NS_PER_US },
+	{ "ms", AGILE_NS_PER_MS },
+	{ "s", AGILE_NS_PER_S },
+	{ "m", 60 * AGILE_NS_PER_S },
+};
+
+/*
+ * Durations are computed in integers: the whole part times the unit, plus the
+ * fraction's digits scaled by the unit, so "1.5s" is exactly 1500000000 ns
+ * and "0.1s" does not come out as 99999999.  Fractions of a nanosecond are
+ * dropped.
+ */
+static enum number_error parse_duration(const char *text, int64_t *out_ns)
+{
+	struct decimal d;
+	int64_t unit = 0;
+	uint64_t whole = 0;
+	uint64_t frac_ns = 0;
+	uint64_t frac_scale = 1;
+
+	if (*text == '\0')
+		return NUMBER_EMPTY;
+	if (!scan_decimal(text, &d))
+		return NUMBER_NOT_NUMBER;
+	if (*d.rest == '\0')
+		return NUMBER_NO_UNIT;
+	for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]);
+	     i++)
+		if (strcmp(d.rest, duration_units[i].suffix) == 0)
+			unit = duration_units[i].ns;
+	if (unit == 0)
+		return NUMBER_BAD_UNIT;
+	if (d.negative && !decimal_is_zero(&d))
+		return NUMBER_NEGATIVE;
+	if (!accumulate(d.int_digits, d.int_len, (uint64_t)INT64_MAX, &whole) ||
+	    whole > (uint64_t)(INT64_MAX / unit))
+		return NUMBER_TOO_LARGE;
+	/* The unit is at most 6e10 ns, so 11 fraction digits reach below a
+	 * nanosecond; later ones cannot change the result. */
+	for (size_t i = 0; i < d.frac_len && i < 11; i++) {
+		frac_ns = frac_ns * 10 + (uint64_t)(d.frac_digits[i] - '0');
+		frac_scale *= 10;
+	}
+	frac_ns = frac_ns * (uint64_t)unit / frac_scale;
+	if (frac_ns > (uint64_t)INT64_MAX - whole * (uint64_t)unit)
+		return NUMBER_TOO_LARGE;
+	*out_ns = (int64_t)(whole * (uint64_t)unit + frac_ns);
+	return NUMBER_OK;
+}
+
+int agile_parse_duration(const char *text, int64_t *out_ns)
+{
+	int64_t ns;
+
+	if (text == NULL || parse_duration(text, &ns) != NUMBER_OK)
+		return -EINVAL;
+	*out_ns = ns;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Keys                                                                      */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Optimal-string-alignment distance (Levenshtein plus adjacent swaps), case
+ * folded, so "flor", "floro", "MAX" and "mxa" all find their key.  Keys are
+ * short; a longer word is not close to any of them.
+ */
+#define DISTANCE_MAX_LEN 32
+
+static int edit_distance(const char *a, size_t la, const char *b)
+{
+	size_t lb = strlen(b);
+	int d[DISTANCE_MAX_LEN + 1][DISTANCE_MAX_LEN + 1];
+
+	if (la > DISTANCE_MAX_LEN || lb > DISTANCE_MAX_LEN)
+		return INT_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = (int)i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = (int)j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			int ca = tolower((unsigned char)a[i - 1]);
+			int cb = tolower((unsigned char)b[j - 1]);
+			int best = d[i - 1][j - 1] + (ca != cb);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 &&
+			    ca == tolower((unsigned char)b[j - 2]) &&
+			    cb == tolower((unsigned char)a[i - 2]) &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[la][lb];
+}
+
+/* The key nearest to `word`, or NULL when none is close enough to be the
+ * one meant: at most 2 edits, and fewer than half the word's letters. */
+static const char *nearest_key(const char *word, size_t len)
+{
+	const char *best = NULL;
+	int best_distance = INT_MAX;
+
+	for (size_t i = 0; i < KEY_COUNT_ALL; i++) {
+		int distance = edit_distance(word, len, keys[i].name);
+		if (distance < best_distance) {
+			best_distance = distance;
+			best = keys[i].name;
+		}
+	}
+	if (best_distance > 2 || (size_t)best_distance * 2 >= len + (len == 1))
+		return NULL;
+	return best;
+}
+
+static const struct key_spec *find_key(const char *word, size_t len)
+{
+	for (size_t i = 0; i < KEY_COUNT_ALL; i++)
+		if (strlen(keys[i].name) == len &&
+		    memcmp(keys[i].name, word, len) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+static void report_unknown_key(struct reporter *r, const char *word,
+                               size_t len)
+{
+	const char *near = nearest_key(word, len);
+	char list[MESSAGE_MAX / 2];
+	size_t used = 0;
+
+	if (len > QUOTE_MAX)
+		len = QUOTE_MAX;
+	if (near != NULL) {
+		report(r, "unknown key \"%.*s\"; did you mean \"%s\"?", (int)len,
+		       word, near);
+		return;
+	}
+	list[0] = '\0';
+	for (size_t i = 0; i < KEY_COUNT_ALL && used < sizeof(list); i++)
+		used += (size_t)snprintf(list + used, sizeof(list) - used,
+		                         "%s%s", i == 0 ? "" : ", ",
+		                         keys[i].name);
+	report(r, "unknown key \"%.*s\"; expected one of %s", (int)len, word,
+	       list);
+}
+
+/* The message for a number that could not be read, e.g.
+ *   key "max": "fast" is not a number; expected ... */
+static void report_number(struct reporter *r, const struct key_spec *key,
+                          const char *value, enum number_error why)
+{
+	static const char *const what[] = {
+		[NUMBER_EMPTY] = "has no value",
+		[NUMBER_NOT_NUMBER] = "is not a number",
+		[NUMBER_NOT_WHOLE] = "is not a whole number",
+		[NUMBER_NEGATIVE] = "is negative",
+		[NUMBER_TOO_LARGE] = "is too large",
+		[NUMBER_NO_UNIT] = "has no unit",
+		[NUMBER_BAD_UNIT] = "has an unknown unit",
+	};
+
+	if (why == NUMBER_NOT_NUMBER && key->type == KEY_DURATION) {
+		report(r, "key \"%s\": \"%.*s\" is not a duration; %s", key->name,
+		       QUOTE_MAX, value, key->expect);
+		return;
+	}
+	if (why == NUMBER_EMPTY) {
+		report(r, "key \"%s\" has no value; %s", key->name, key->expect);
+		return;
+	}
+	report(r, "key \"%s\": \"%.*s\" %s; %s", key->name, QUOTE_MAX, value,
+	       what[why], key->expect);
+}
+
+/* Store one setting into the rule.  On any error the field keeps the value
+ * it had (the default, zero) and the error is reported. */
+static bool apply_setting(struct reporter *r, struct agile_rule *rule,
+                          const struct key_spec *key, const char *value)
+{
+	char *field = (char *)&rule->config + key->offset;
+	enum number_error why = NUMBER_OK;
+	uint64_t whole;
+	int64_t ns;
+	double decimal;
+
+	switch (key->type) {
+	case KEY_RATE:
+		why = parse_whole(value, (uint64_t)RATE_LIMIT_MAX, &whole);
+		if (why == NUMBER_TOO_LARGE) {
+			report(r, "key \"%s\": \"%.*s\" is too large; expected at "
+			       "most %" PRId64 " requests per second", key->name,
+			       QUOTE_MAX, value, RATE_LIMIT_MAX);
+			return false;
+		}
+		if (why == NUMBER_OK)
+			*(int64_t *)(void *)field = (int64_t)whole;
+		break;
+	case KEY_COUNT:
+		why = parse_whole(value, INT_MAX, &whole);
+		if (why == NUMBER_OK)
+			*(int *)(void *)field = (int)whole;
+		break;
+	case KEY_DURATION:
+		why = parse_duration(value, &ns);
+		if (why == NUMBER_OK)
+			*(int64_t *)(void *)field = ns;
+		break;
+	case KEY_DECIMAL:
+		why = parse_decimal(value, &decimal);
+		if (why == NUMBER_OK)
+			*(double *)(void *)field = decimal;
+		break;
+	case KEY_ANCHOR:
+		if (agile_anchor_parse(value, &rule->config.anchor) != 0) {
+			report(r, "key \"anchor\": \"%.*s\" is not an anchor; %s",
+			       QUOTE_MAX, value, key->expect);
+			return false;
+		}
+		break;
+	case KEY_PRESET:
+		if (agile_preset_parse(value, &rule->config.preset) != 0) {
+			report(r, "key \"preset\": \"%.*s\" is not a preset; %s",
+			       QUOTE_MAX, value, key->expect);
+			return false;
+		}
+		break;
+	case KEY_PACE:
+		if (strcmp(value, "request") == 0) {
+			rule->pace = AGILE_PACE_REQUEST;
+		} else if (strcmp(value, "connect") == 0) {
+			rule->pace = AGILE_PACE_CONNECT;
+		} else {
+			report(r, "key \"pace\": \"%.*s\" is not a pace; %s",
+			       QUOTE_MAX, value, key->expect);
+			return false;
+		}
+		break;
+	}
+	if (why != NUMBER_OK) {
+		report_number(r, key, value, why);
+		return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Destinations                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Why a destination could not be read, beyond the generic message. */
+enum dest_error {
+	DEST_OK = 0,
+	DEST_UNREADABLE, /* the generic "cannot read destination" */
+	DEST_BAD_PORT,   /* a number outside 1..65535 */
+	DEST_BAD_PREFIX, /* a prefix length past the address family's bits */
+	DEST_TOO_LONG    /* a unix path longer than sun_path */
+};
+
+/* PORT := 1..65535 | *  ->  0 for `*`. */
+static enum dest_error parse_port(const char *text, int *port)
+{
+	uint64_t value;
+
+	if (strcmp(text, "*") == 0) {
+		*port = 0;
+		return DEST_OK;
+	}
+	switch (parse_whole(text, UINT32_MAX, &value)) {
+	case NUMBER_OK:
+		break;
+	case NUMBER_TOO_LARGE:
+	case NUMBER_NEGATIVE:
+		return DEST_BAD_PORT;
+	default:
+		return DEST_UNREADABLE;
+	}
+	if (value == 0 || value > 65535)
+		return DEST_BAD_PORT;
+	*port = (int)value;
+	return DEST_OK;
+}
+
+/* "/len" after an address, or nothing: the full length. */
+static enum dest_error parse_prefix_len(const char *text, int bits, int *len)
+{
+	uint64_t value;
+
+	if (text == NULL) {
+		*len = bits;
+		return DEST_OK;
+	}
+	if (parse_whole(text, 1000, &value) != NUMBER_OK)
+		return *text == '\0' ? DEST_UNREADABLE : DEST_BAD_PREFIX;
+	if (value > (uint64_t)bits)
+		return DEST_BAD_PREFIX;
+	*len = (int)value;
+	return DEST_OK;
+}
+
+/* Zero the bits past the prefix so matching is one masked comparison and
+ * 10.0.0.1/8 means the same as 10.0.0.0/8. */
+static void mask_prefix(struct agile_inet_prefix *p)
+{
+	for (int i = 0; i < 16; i++) {
+		int keep = p->prefix_len - i * 8;
+		if (keep >= 8)
+			continue;
+		p->addr[i] &= keep <= 0 ? 0 : (uint8_t)(0xff << (8 - keep));
+	}
+}
+
+static void map_ipv4(struct agile_inet_prefix *p, const struct in_addr *a)
+{
+	memset(p->addr, 0, 10);
+	p->addr[10] = 0xff;
+	p->addr[11] = 0xff;
+	memcpy(p->addr + 12, a, 4);
+}
+
+/* An address with an optional "/len", in a buffer we may cut. */
+static enum dest_error parse_address(char *text, bool ipv6,
+                                     struct agile_inet_prefix *out)
+{
+	char *slash = strchr(text, '/');
+	const char *len_text = NULL;
+	int len;
+	enum dest_error e;
+
+	if (slash != NULL) {
+		*slash = '\0';
+		len_text = slash + 1;
+	}
+	if (ipv6) {
+		struct in6_addr a6;
+		if (inet_pton(AF_INET6, text, &a6) != 1)
+			return DEST_UNREADABLE;
+		e = parse_prefix_len(len_text, 128, &len);
+		if (e != DEST_OK)
+			return e;
+		memcpy(out->addr, &a6, 16);
+		out->prefix_len = (uint8_t)len;
+	} else {
+		struct in_addr a4;
+		if (inet_pton(AF_INET, text, &a4) != 1)
+			return DEST_UNREADABLE;
+		e = parse_prefix_len(len_text, 32, &len);
+		if (e != DEST_OK)
+			return e;
+		map_ipv4(out, &a4);
+		out->prefix_len = (uint8_t)(96 + len);
+	}
+	mask_prefix(out);
+	return DEST_OK;
+}
+
+/* A hostname: letters, digits, '-', '_' and '.', in non-empty labels, with
+ * at least one character that is not a digit or a dot (else it is a
+ * mistyped IPv4 address, and saying so is kinder than a DNS failure). */
+static bool is_hostname(const char *text)
+{
+	size_t label = 0;
+	bool has_letter = false;
+
+	if (*text == '\0' || strlen(text) >= AGILE_RULE_DEST_MAX)
+		return false;
+	for (const char *p = text; *p != '\0'; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+			continue;
+		}
+		if (!isalnum(c) && c != '-' && c != '_')
+			return false;
+		if (!isdigit(c))
+			has_letter = true;
+		label++;
+	}
+	return has_letter;
+}
+
+static enum dest_error parse_unix(const char *path, struct agile_rule *rule)
+{
+	if (path[0] != '/' && path[0] != '@')
+		return DEST_UNREADABLE;
+	if (path[1] == '\0')
+		return DEST_UNREADABLE;
+	if (strlen(path) >= sizeof(rule->unix_path))
+		return DEST_TOO_LONG;
+	rule->kind = AGILE_DEST_UNIX;
+	strcpy(rule->unix_path, path);
+	return DEST_OK;
+}
+
+/* Copy a hostname without case and without a trailing dot, the form that
+ * agile_rules_learn() compares. */
+static void normalise_host(char *dst, size_t size, const char *src)
+{
+	size_t n = 0;
+
+	for (; src[n] != '\0' && n + 1 < size; n++)
+		dst[n] = (char)tolower((unsigned char)src[n]);
+	if (n > 0 && dst[n - 1] == '.')
+		n--;
+	dst[n] = '\0';
+}
+
+static enum dest_error parse_dest(const char *text, struct agile_rule *rule)
+{
+	char buf[AGILE_RULE_DEST_MAX];
+	char *host;
+	char *port_text;
+	enum dest_error e;
+
+	if (strncmp(text, "unix:", 5) == 0)
+		return parse_unix(text + 5, rule);
+	if (strlen(text) >= sizeof(buf))
+		return DEST_UNREADABLE;
+	strcpy(buf, text);
+
+	if (buf[0] == '[') {
+		char *close = strchr(buf, ']');
+		if (close == NULL || close[1] != ':')
+			return DEST_UNREADABLE;
+		*close = '\0';
+		host = buf + 1;
+		port_text = close + 2;
+		e = parse_port(port_text, &rule->port);
+		if (e != DEST_OK)
+			return e;
+		rule->kind = AGILE_DEST_INET;
+		return parse_address(host, true, &rule->prefix);
+	}
+
+	port_text = strrchr(buf, ':');
+	if (port_text == NULL)
+		return DEST_UNREADABLE;
+	*port_text++ = '\0';
+	host = buf;
+	/* A second colon means an IPv6 address without its brackets. */
+	if (strchr(host, ':') != NULL)
+		return DEST_UNREADABLE;
+	e = parse_port(port_text, &rule->port);
+	if (e != DEST_OK)
+		return e;
+
+	if (strcmp(host, "*") == 0) {
+		rule->kind = AGILE_DEST_INET;
+		memset(&rule->prefix, 0, sizeof(rule->prefix));
+		return DEST_OK;
+	}
+	if (host[0] != '\0' && strspn(host, "0123456789./") == strlen(host)) {
+		rule->kind = AGILE_DEST_INET;
+		return parse_address(host, false, &rule->prefix);
+	}
+	if (!is_hostname(host))
+		return DEST_UNREADABLE;
+	rule->kind = AGILE_DEST_HOST;
+	normalise_host(rule->host, sizeof(rule->host), host);
+	return DEST_OK;
+}
+
+static void report_dest(struct reporter *r, const char *text,
+                        enum dest_error e)
+{
+	switch (e) {
+	case DEST_BAD_PORT:
+		report(r, "destination \"%.*s\": the port is out of range; "
+		       "expected 1 to 65535, or * for any port", QUOTE_MAX, text);
+		break;
+	case DEST_BAD_PREFIX:
+		report(r, "destination \"%.*s\": the prefix length is out of "
+		       "range; expected /0 to /32 for IPv4 and /0 to /128 for "
+		       "IPv6", QUOTE_MAX, text);
+		break;
+	case DEST_TOO_LONG:
+		report(r, "destination \"%.*s\": the path is too long; expected "
+		       "at most %zu bytes", QUOTE_MAX, text,
+		       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		break;
+	case DEST_OK:
+	case DEST_UNREADABLE:
+		report(r, "cannot read destination \"%.*s\"; " DEST_EXPECTED,
+		       QUOTE_MAX, text);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* One rule                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* The next whitespace-separated word of *p, copied into buf; false at the
+ * end.  A word longer than the buffer is cut, which makes it unreadable
+ * rather than something else. */
+static bool next_word(const char **p, char *buf, size_t size)
+{
+	const char *s = *p;
+	size_t n = 0;
+
+	while (is_space(*s))
+		s++;
+	if (*s == '\0')
+		return false;
+	while (*s != '\0' && !is_space(*s)) {
+		if (n + 1 < size)
+			buf[n++] = *s;
+		s++;
+	}
+	buf[n] = '\0';
+	*p = s;
+	return true;
+}
+
+/* "max=500" where the destination should be: a known key before a '='. */
+static bool looks_like_setting(const char *word)
+{
+	const char *eq = strchr(word, '=');
+
+	return eq != NULL && find_key(word, (size_t)(eq - word)) != NULL;
+}
+
+/* The rates that must not exceed another one, checked after parsing: each
+ * offender is reported and falls back to its default, so the rule keeps
+ * its ceiling and loses only the inconsistent setting. */
+static void check_order(struct reporter *r, const char *low_name,
+                        int64_t *low, const char *high_name, int64_t high)
+{
+	if (*low > 0 && high > 0 && *low > high) {
+		report(r, "%s (%" PRId64 ") is above %s (%" PRId64 "); "
+		       "expected %s <= %s", low_name, *low, high_name, high,
+		       low_name, high_name);
+		*low = 0;
+	}
+}
+
+/* The struct agile_config field names that agile_config_validate() writes
+ * in its messages, and the keys the user wrote for them. */
+static const struct {
+	const char *field;
+	const char *key;
+} field_keys[] = {
+	{ "max_rate", "max" },
+	{ "min_rate", "min" },
+	{ "floor_rate", "floor" },
+	{ "probe_rate", "probe" },
+	{ "initial_rate", "initial" },
+	{ "slo_ns", "slo" },
+	{ "tick_ns", "tick" },
+	{ "slow_half_life_ns", "slow_half_life" },
+	{ "slow_down_half_life_ns", "slow_down_half_life" },
+	{ "target_inflation", "inflation" },
+	{ "up_step", "up" },
+	{ "down_step", "down" },
+	{ "slow_start_gain", "slow_start" },
+};
+
+/* Copy a core message, replacing each field name that stands as a whole
+ * word by its key, so "floor_rate (600)" reads "floor (600)". */
+static void speak_keys(char *dst, size_t size, const char *src)
+{
+	size_t n = 0;
+
+	while (*src != '\0' && n + 1 < size) {
+		size_t word = 0;
+		const char *text;
+		size_t len;
+
+		while (isalnum((unsigned char)src[word]) || src[word] == '_')
+			word++;
+		text = src;
+		len = word > 0 ? word : 1;
+		for (size_t i = 0; word > 0 && i < sizeof(field_keys) /
+		                                   sizeof(field_keys[0]); i++) {
+			if (strlen(field_keys[i].field) == word &&
+			    memcmp(field_keys[i].field, src, word) == 0) {
+				text = field_keys[i].key;
+				len = strlen(text);
+				break;
+			}
+		}
+		for (size_t i = 0; i < len && n + 1 < size; i++)
+			dst[n++] = text[i];
+		src += word > 0 ? word : 1;
+	}
+	dst[n] = '\0';
+}
+
+/* Report what the core's own validation finds, in the variable's name and
+ * the user's key names.  Those are repairs agile_resolve() would otherwise
+ * make silently; the rule stays in force with the repaired value. */
+static void report_problems(struct reporter *r, const struct agile_config *c)
+{
+	struct agile_problem problems[8];
+	size_t count = agile_config_validate(c, problems, 8);
+	char text[sizeof(problems[0].message) + 32];
+
+	for (size_t i = 0; i < count && i < 8; i++) {
+		speak_keys(text, sizeof(text), problems[i].message);
+		report(r, "%s", text);
+	}
+	if (count > 8)
+		report(r, "%zu more problems in this configuration", count - 8);
+}
+
+/* Copy at most `len` bytes of src, cut to fit, lower-cased if asked. */
+static void copy_text(char *dst, size_t size, const char *src, size_t len,
+                      bool lower)
+{
+	size_t n = 0;
+
+	for (; n < len && n + 1 < size; n++)
+		dst[n] = lower ? (char)tolower((unsigned char)src[n]) : src[n];
+	dst[n] = '\0';
+}
+
+int agile_rule_parse(const char *var, const char *name, const char *value,
+                     struct agile_rule *out, agile_rules_error_fn on_error,
+                     void *arg)
+{
+	struct reporter r = { var, on_error, arg, 0 };
+	bool seen[KEY_COUNT_ALL] = { false };
+	bool dest_ok;
+	bool max_ok = false;
+	char word[MESSAGE_MAX / 2];
+	const char *p = value;
+	const char *start;
+	enum dest_error e;
+
+	memset(out, 0, sizeof(*out));
+	copy_text(out->name, sizeof(out->name), name, strlen(name), true);
+	if (strlen(name) >= sizeof(out->name))
+		report(&r, "the name is longer than %zu characters; agilestat "
+		       "shows it as \"%s\"", sizeof(out->name) - 1, out->name);
+
+	start = p;
+	if (!next_word(&p, word, sizeof(word))) {
+		/* An empty value: nothing else to say about it. */
+		report(&r, "no destination; " DEST_EXPECTED);
+		return r.errors;
+	}
+	if (looks_like_setting(word)) {
+		/* A forgotten destination: say so, and still read the settings
+		 * so every other mistake is reported in the same run. */
+		report(&r, "no destination before \"%.*s\"; " DEST_EXPECTED,
+		       QUOTE_MAX, word);
+		p = start;
+		dest_ok = false;
+	} else {
+		copy_text(out->dest_text, sizeof(out->dest_text), word,
+		          strlen(word), false);
+		e = parse_dest(word, out);
+		dest_ok = e == DEST_OK;
+		if (!dest_ok)
+			report_dest(&r, word, e);
+	}
+
+	while (next_word(&p, word, sizeof(word))) {
+		char *eq = strchr(word, '=');
+		const struct key_spec *key;
+		size_t index;
+
+		if (eq == NULL) {
+			key = find_key(word, strlen(word));
+			if (key != NULL)
+				report(&r, "key \"%s\" has no value; expected "
+				       "%s=VALUE", key->name, key->name);
+			else
+				report(&r, "\"%.*s\" is not a setting; expected "
+				       "key=value", QUOTE_MAX, word);
+			continue;
+		}
+		key = find_key(word, (size_t)(eq - word));
+		if (key == NULL) {
+			report_unknown_key(&r, word, (size_t)(eq - word));
+			continue;
+		}
+		index = (size_t)(key - keys);
+		if (seen[index]) {
+			report(&r, "key \"%s\" is set twice; expected each key "
+			       "once (the first value is kept)", key->name);
+			continue;
+		}
+		seen[index] = true;
+		if (apply_setting(&r, out, key, eq + 1) &&
+		    key->offset == CONFIG_FIELD(max_rate) &&
+		    key->type == KEY_RATE) {
+			if (out->config.max_rate > 0)
+				max_ok = true;
+			else
+				report(&r, "key \"max\": \"%.*s\" is not greater "
+				       "than 0; %s", QUOTE_MAX, eq + 1,
+				       keys[0].expect);
+		}
+	}
+	if (!seen[find_key("max", 3) - keys])
+		report(&r, "key \"max\" is missing; expected max=N, a whole "
+		       "number of requests per second greater than 0");
+
+	if (max_ok) {
+		struct agile_config *c = &out->config;
+		check_order(&r, "floor", &c->floor_rate, "max", c->max_rate);
+		check_order(&r, "min", &c->min_rate, "max", c->max_rate);
+		check_order(&r, "probe", &c->probe_rate, "max", c->max_rate);
+		check_order(&r, "initial", &c->initial_rate, "max", c->max_rate);
+		check_order(&r, "probe", &c->probe_rate, "floor", c->floor_rate);
+		report_problems(&r, c);
+	}
+	out->enabled = dest_ok && max_ok;
+	return r.errors;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The environment                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* NAME of an "AGILE_DEST_NAME=value" entry, its length, and the value. */
+static bool dest_entry(const char *entry, const char **name, size_t *len,
+                       const char **value)
+{
+	const char *eq;
+
+	if (strncmp(entry, DEST_PREFIX, DEST_PREFIX_LEN) != 0)
+		return false;
+	eq = strchr(entry, '=');
+	if (eq == NULL)
+		return false;
+	*name = entry + DEST_PREFIX_LEN;
+	*len = (size_t)(eq - *name);
+	*value = eq + 1;
+	return true;
+}
+
+/* One AGILE_DEST_ entry's place in the order of rules. */
+struct entry_key {
+	const char *name;
+	size_t len;
+	size_t index; /* in envp */
+};
+
+/*
+ * Order of entries: NAME without case, then NAME as written, then position
+ * in envp, so the order is total and every process sorts the same variables
+ * the same way whatever order its environment holds them in.
+ */
+static int compare_entries(const struct entry_key *a,
+                           const struct entry_key *b)
+{
+	int c;
+
+	for (size_t i = 0; i < a->len && i < b->len; i++) {
+		c = tolower((unsigned char)a->name[i]) -
+		    tolower((unsigned char)b->name[i]);
+		if (c != 0)
+			return c;
+	}
+	if (a->len != b->len)
+		return a->len < b->len ? -1 : 1;
+	c = memcmp(a->name, b->name, a->len);
+	if (c != 0)
+		return c;
+	return a->index < b->index ? -1 : a->index > b->index;
+}
+
+/*
+ * Rules are taken in sorted order by selection: each round scans envp for
+ * the smallest entry after the previous one.  O(rules x environment), at
+ * most 33 passes over a few dozen strings, and no allocation, which matters
+ * in a constructor that runs in every process of a script.
+ */
+int agile_rules_parse(char *const *envp, struct agile_rules *out,
+                      agile_rules_error_fn on_error, void *arg)
+{
+	struct entry_key previous = { NULL, 0, 0 };
+	int errors = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (envp == NULL)
+		return 0;
+	for (;;) {
+		struct entry_key next = { NULL, 0, 0 };
+		struct entry_key candidate;
+		const char *value = NULL;
+		const char *candidate_value;
+		char var[DEST_PREFIX_LEN + AGILE_RULE_DEST_MAX];
+		char name[AGILE_RULE_DEST_MAX];
+		struct agile_rule *rule;
+		struct reporter r;
+
+		for (size_t i = 0; envp[i] != NULL; i++) {
+			if (!dest_entry(envp[i], &candidate.name, &candidate.len,
+			                &candidate_value))
+				continue;
+			candidate.index = i;
+			if (previous.name != NULL &&
+			    compare_entries(&candidate, &previous) <= 0)
+				continue;
+			if (next.name == NULL ||
+			    compare_entries(&candidate, &next) < 0) {
+				next = candidate;
+				value = candidate_value;
+			}
+		}
+		if (next.name == NULL)
+			break;
+		previous = next;
+		snprintf(var, sizeof(var), "%s%.*s", DEST_PREFIX,
+		         (int)next.len, next.name);
+		r = (struct reporter){ var, on_error, arg, 0 };
+
+		if (next.len == 0) {
+			report(&r, "no NAME after AGILE_DEST_; expected "
+			       "AGILE_DEST_<NAME>=DEST key=value...");
+			errors += r.errors;
+			continue;
+		}
+		if (out->count == AGILE_RULES_MAX) {
+			report(&r, "too many destinations; at most %d are read "
+			       "and this one is ignored", AGILE_RULES_MAX);
+			errors += r.errors;
+			continue;
+		}
+
+		rule = &out->rule[out->count];
+		snprintf(name, sizeof(name), "%.*s", (int)next.len, next.name);
+		errors += agile_rule_parse(var, name, value, rule, on_error, arg);
+		for (int i = 0; i < out->count; i++) {
+			if (strcmp(out->rule[i].name, rule->name) != 0)
+				continue;
+			report(&r, "the name \"%s\" is already used by another "
+			       "AGILE_DEST_ variable (names are compared without "
+			       "case); both rules are kept", rule->name);
+			errors += r.errors;
+			break;
+		}
+		out->count++;
+	}
+	return errors;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Matching                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The address and port of an AF_INET or AF_INET6 sockaddr, IPv4 mapped. */
+static bool inet_key(const struct sockaddr *addr, socklen_t len,
+                     uint8_t out[16], int *port)
+{
+	if (addr == NULL)
+		return false;
+	if (addr->sa_family == AF_INET &&
+	    len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)addr;
+		struct agile_inet_prefix p;
+		map_ipv4(&p, &in->sin_addr);
+		memcpy(out, p.addr, 16);
+		*port = ntohs(in->sin_port);
+		return true;
+	}
+	if (addr->sa_family == AF_INET6 &&
+	    len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)addr;
+		memcpy(out, &in6->sin6_addr, 16);
+		*port = ntohs(in6->sin6_port);
+		return true;
+	}
+	return false;
+}
+
+static bool prefix_contains(const struct agile_inet_prefix *p,
+                            const uint8_t addr[16])
+{
+	int bits = p->prefix_len;
+
+	for (int i = 0; i < 16 && bits > 0; i++, bits -= 8) {
+		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
+		if ((addr[i] & mask) != p->addr[i])
+			return false;
+	}
+	return true;
+}
+
+/* Whether an AF_UNIX address names the rule's path.  A pathname address may
+ * or may not carry its terminating NUL inside `len`; an abstract one is the
+ * exact bytes after its leading NUL. */
+static bool unix_matches(const struct agile_rule *rule,
+                         const struct sockaddr *addr, socklen_t len)
+{
+	const struct sockaddr_un *un = (const void *)addr;
+	size_t offset = offsetof(struct sockaddr_un, sun_path);
+	size_t path_len;
+	size_t want;
+
+	if (addr == NULL || addr->sa_family != AF_UNIX || len <= offset)
+		return false;
+	path_len = (size_t)len - offset;
+	if (path_len > sizeof(un->sun_path))
+		path_len = sizeof(un->sun_path);
+	if (rule->unix_path[0] == '@') {
+		want = strlen(rule->unix_path + 1);
+		return un->sun_path[0] == '\0' && path_len == want + 1 &&
+		       memcmp(un->sun_path + 1, rule->unix_path + 1, want) == 0;
+	}
+	want = strlen(rule->unix_path);
+	return strnlen(un->sun_path, path_len) == want &&
+	       memcmp(un->sun_path, rule->unix_path, want) == 0;
+}
+
+/* How specific a matching rule is: prefix bits times two, plus one for an
+ * exact port, so a longer prefix always beats a port and a port breaks ties
+ * between equal prefixes.  -1 when the rule does not match. */
+static int specificity(const struct agile_rule *rule, const uint8_t addr[16],
+                       int port)
+{
+	int bits = -1;
+
+	if (rule->port != 0 && rule->port != port)
+		return -1;
+	if (rule->kind == AGILE_DEST_INET) {
+		if (prefix_contains(&rule->prefix, addr))
+			bits = rule->prefix.prefix_len;
+	} else if (rule->kind == AGILE_DEST_HOST) {
+		int count = __atomic_load_n(&rule->host_addr_count,
+		                            __ATOMIC_ACQUIRE);
+		for (int i = 0; i < count && i < AGILE_RULE_HOST_ADDRS; i++)
+			if (memcmp(rule->host_addrs[i].addr, addr, 16) == 0)
+				bits = 128;
+	}
+	if (bits < 0)
+		return -1;
+	return bits * 2 + (rule->port != 0);
+}
+
+int agile_rules_match(const struct agile_rules *rules,
+                      const struct sockaddr *addr, socklen_t len)
+{
+	uint8_t key[16];
+	int port;
+	int best = -1;
+	int best_score = -1;
+
+	if (rules == NULL || addr == NULL)
+		return -1;
+	if (addr->sa_family == AF_UNIX) {
+		for (int i = 0; i < rules->count; i++)
+			if (rules->rule[i].enabled &&
+			    rules->rule[i].kind == AGILE_DEST_UNIX &&
+			    unix_matches(&rules->rule[i], addr, len))
+				return i;
+		return -1;
+	}
+	if (!inet_key(addr, len, key, &port))
+		return -1;
+	for (int i = 0; i < rules->count; i++) {
+		const struct agile_rule *rule = &rules->rule[i];
+		int score;
+		if (!rule->enabled || rule->kind == AGILE_DEST_UNIX)
+			continue;
+		score = specificity(rule, key, port);
+		if (score > best_score) {
+			best_score = score;
+			best = i;
+		}
+	}
+	return best;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hostnames                                                                 */
+/* ------------------------------------------------------------------------ */
+
+static void learn_into(struct agile_rule *rule, const uint8_t addr[16])
+{
+	int count = rule->host_addr_count;
+	int slot;
+
+	for (int i = 0; i < count; i++)
+		if (memcmp(rule->host_addrs[i].addr, addr, 16) == 0)
+			return;
+	rule->host_unresolved = false;
+	if (count < AGILE_RULE_HOST_ADDRS) {
+		memcpy(rule->host_addrs[count].addr, addr, 16);
+		rule->host_addrs[count].prefix_len = 128;
+		/* Publish the slot only after it is written. */
+		__atomic_store_n(&rule->host_addr_count, count + 1,
+		                 __ATOMIC_RELEASE);
+		return;
+	}
+	/* Full: replace the oldest, so a name whose addresses rotate (DNS
+	 * round robin behind a load balancer) keeps matching. */
+	slot = rule->host_addr_next % AGILE_RULE_HOST_ADDRS;
+	memcpy(rule->host_addrs[slot].addr, addr, 16);
+	rule->host_addr_next = (slot + 1) % AGILE_RULE_HOST_ADDRS;
+}
+
+void agile_rules_learn(struct agile_rules *rules, const char *host,
+                       const struct sockaddr *addr, socklen_t len)
+{
+	char want[AGILE_RULE_DEST_MAX];
+	uint8_t key[16];
+	int port;
+
+	if (rules == NULL || host == NULL || !inet_key(addr, len, key, &port))
+		return;
+	normalise_host(want, sizeof(want), host);
+	for (int i = 0; i < rules->count; i++) {
+		struct agile_rule *rule = &rules->rule[i];
+		if (rule->kind == AGILE_DEST_HOST &&
+		    strcmp(rule->host, want) == 0)
+			learn_into(rule, key);
+	}
+}
+
+static void upper_var(char *dst, size_t size, const char *name)
+{
+	size_t n = (size_t)snprintf(dst, size, DEST_PREFIX);
+
+	for (; *name != '\0' && n + 1 < size; name++)
+		dst[n++] = (char)toupper((unsigned char)*name);
+	dst[n] = '\0';
+}
+
+int agile_rules_resolve_hosts(struct agile_rules *rules,
+                              agile_getaddrinfo_fn resolve,
+                              agile_rules_error_fn on_error, void *arg)
+{
+	int failed = 0;
+
+	if (rules == NULL)
+		return 0;
+	if (resolve == NULL)
+		resolve = getaddrinfo;
+	for (int i = 0; i < rules->count; i++) {
+		struct agile_rule *rule = &rules->rule[i];
+		struct addrinfo hints, *res = NULL;
+		char var[DEST_PREFIX_LEN + AGILE_RULE_NAME_MAX];
+		int rc;
+
+		if (!rule->enabled || rule->kind != AGILE_DEST_HOST ||
+		    rule->host_addr_count > 0)
+			continue;
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		rc = resolve(rule->host, NULL, &hints, &res);
+		if (rc == 0)
+			for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
+				agile_rules_learn(rules, rule->host, ai->ai_addr,
+				                  ai->ai_addrlen);
+		if (res != NULL)
+			freeaddrinfo(res);
+		if (rule->host_addr_count > 0)
+			continue;
+		rule->host_unresolved = true;
+		failed++;
+		if (on_error != NULL) {
+			struct reporter r;
+			upper_var(var, sizeof(var), rule->name);
+			r = (struct reporter){ var, on_error, arg, 0 };
+			report(&r, "cannot resolve host \"%s\" (%s); its "
+			       "connections count as unreachable until the "
+			       "program resolves it", rule->host,
+			       rc != 0 ? gai_strerror(rc) : "no address");
+		}
+	}
+	return failed;
+}
+
+const char *agile_pace_name(enum agile_pace pace)
+{
+	return pace == AGILE_PACE_CONNECT ? "connect" : "request";
+}

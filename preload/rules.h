@@ -14,10 +14,16 @@
  * specific wins (longest prefix first, then an exact port over `*`, and a
  * hostname counts as exact host addresses); ties go to the rule defined first
  * (variables are sorted by NAME so "first" is stable across processes).
+ *
+ * Two extensions of the grammar above: `*:PORT` (or `*:*`) is any IPv4 or
+ * IPv6 address, a prefix of length 0; and `unix:@name` is a Linux abstract
+ * Unix socket.  Settings are the keys of struct agile_config under short
+ * names (see agilepreload(7)), plus pace=request|connect.
  */
 #ifndef AGILE_PRELOAD_RULES_H
 #define AGILE_PRELOAD_RULES_H
 
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,6 +69,8 @@ struct agile_rule {
 	enum agile_pace pace;
 	struct agile_config config;          /* every controller knob */
 	bool enabled;                        /* false: destination or max unreadable */
+	int host_addr_next;                  /* slot the next learned address
+	                                        replaces once host_addrs is full */
 };
 
 struct agile_rules {
@@ -95,13 +103,46 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 /* Parse a duration with a mandatory unit (ns, us, ms, s, m): 0 or -EINVAL. */
 int agile_parse_duration(const char *text, int64_t *out_ns);
 
-/* The index of the rule that matches `addr`, or -1.  Only enabled rules. */
+/* The index of the rule that matches `addr`, or -1.  Only enabled rules.
+ * An AF_UNIX address matches a unix: rule by path; the caller checks that
+ * the socket is a stream socket.  IPv4 and IPv4-mapped IPv6 addresses are the
+ * same address.  Reads only; safe to call concurrently with other matches. */
 int agile_rules_match(const struct agile_rules *rules,
                       const struct sockaddr *addr, socklen_t len);
 
 /* Remember that `host` resolved to `addr` (from the program's own
- * getaddrinfo/gethostbyname), so later connects to it match the rule. */
+ * getaddrinfo/gethostbyname), so later connects to it match the rule.
+ * Host names compare without case and without a trailing dot; the port of
+ * `addr` is ignored (the rule's port applies).  Each rule keeps the last
+ * AGILE_RULE_HOST_ADDRS distinct addresses.  Calls to learn must be
+ * serialised by the caller; a concurrent match sees either the old or the
+ * new count, and once the list is full it may see one slot half replaced,
+ * which can misclassify that one connect and nothing else. */
 void agile_rules_learn(struct agile_rules *rules, const char *host,
                        const struct sockaddr *addr, socklen_t len);
+
+/* The signature of getaddrinfo(3), so the preload can pass its bound libc
+ * symbol instead of going through its own hook. */
+typedef int (*agile_getaddrinfo_fn)(const char *node, const char *service,
+                                    const struct addrinfo *hints,
+                                    struct addrinfo **res);
+
+/*
+ * Resolve every enabled hostname rule that has no address yet, once, with
+ * `resolve` (NULL: getaddrinfo(3)), and learn the results.  A failed lookup
+ * sets host_unresolved and is reported through on_error (which may be NULL),
+ * e.g.
+ *   AGILE_DEST_API: cannot resolve host "api.example.com" (Name or service
+ *   not known); its connections count as unreachable until the program
+ *   resolves it
+ * This is the only function here that does I/O (DNS): call it lazily, not
+ * from a constructor.  Returns the number of hosts that failed to resolve.
+ */
+int agile_rules_resolve_hosts(struct agile_rules *rules,
+                              agile_getaddrinfo_fn resolve,
+                              agile_rules_error_fn on_error, void *arg);
+
+/* "request" or "connect". */
+const char *agile_pace_name(enum agile_pace pace);
 
 #endif /* AGILE_PRELOAD_RULES_H */

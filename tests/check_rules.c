@@ -1,0 +1,1424 @@
+/*
+ * check_rules.c - the destination rules of the preload (preload/rules.c):
+ * every destination form, every key, every error message, the strictness
+ * policy (a bad setting keeps its default and the rule stays in force; a bad
+ * destination or max disables the rule), matching precedence, and learning
+ * hostnames.  The parser is pure, so everything here runs without a socket,
+ * a process or the network.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rules.h"
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define MESSAGES_MAX 48
+
+/* Every message the parser reported, in order. */
+struct messages {
+	char line[MESSAGES_MAX][512];
+	int count;
+};
+
+static void collect(const char *message, void *arg)
+{
+	struct messages *m = arg;
+
+	ck_assert_msg(strchr(message, '\n') == NULL,
+	              "a message must be one line: \"%s\"", message);
+	if (m->count < MESSAGES_MAX)
+		snprintf(m->line[m->count], sizeof(m->line[0]), "%s", message);
+	m->count++;
+}
+
+/* Parse one value as AGILE_DEST_API; the rule and messages are static so
+ * a test can look at both. */
+static struct agile_rule rule;
+static struct messages msgs;
+
+static int parse(const char *value)
+{
+	memset(&msgs, 0, sizeof(msgs));
+	return agile_rule_parse("AGILE_DEST_API", "API", value, &rule, collect,
+	                        &msgs);
+}
+
+/* Parse a value that must be clean. */
+static void parse_ok(const char *value)
+{
+	int errors = parse(value);
+
+	ck_assert_msg(errors == 0, "\"%s\": %d errors, first: %s", value, errors,
+	              msgs.count > 0 ? msgs.line[0] : "(none)");
+	ck_assert(rule.enabled);
+}
+
+/* Whether some message contains `needle`. */
+static bool said(const char *needle)
+{
+	for (int i = 0; i < msgs.count && i < MESSAGES_MAX; i++)
+		if (strstr(msgs.line[i], needle) != NULL)
+			return true;
+	return false;
+}
+
+#define ck_assert_said(needle)                                                \
+	ck_assert_msg(said(needle), "no message contains \"%s\"; first: \"%s\"", \
+	              needle, msgs.count > 0 ? msgs.line[0] : "(none)")
+
+/* The single message a value produces, compared exactly. */
+#define ck_assert_only_message(value, expected)                               \
+	do {                                                                  \
+		int errors_ = parse(value);                                   \
+		ck_assert_int_eq(errors_, 1);                                 \
+		ck_assert_int_eq(msgs.count, 1);                              \
+		ck_assert_str_eq(msgs.line[0], expected);                     \
+	} while (0)
+
+static void prefix_of(const char *text, uint8_t out[16])
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	memset(out, 0, 16);
+	if (inet_pton(AF_INET6, text, &a6) == 1) {
+		memcpy(out, &a6, 16);
+		return;
+	}
+	ck_assert_int_eq(inet_pton(AF_INET, text, &a4), 1);
+	out[10] = 0xff;
+	out[11] = 0xff;
+	memcpy(out + 12, &a4, 4);
+}
+
+static void ck_assert_prefix(const char *addr, int len)
+{
+	uint8_t want[16];
+
+	prefix_of(addr, want);
+	ck_assert_int_eq(rule.kind, AGILE_DEST_INET);
+	ck_assert_mem_eq(rule.prefix.addr, want, 16);
+	ck_assert_int_eq(rule.prefix.prefix_len, len);
+}
+
+/* Socket addresses for matching. */
+static struct sockaddr_storage ss;
+
+static socklen_t inet4(const char *addr, int port)
+{
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+	memset(&ss, 0, sizeof(ss));
+	in->sin_family = AF_INET;
+	in->sin_port = htons((uint16_t)port);
+	ck_assert_int_eq(inet_pton(AF_INET, addr, &in->sin_addr), 1);
+	return sizeof(*in);
+}
+
+static socklen_t inet6(const char *addr, int port)
+{
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+	memset(&ss, 0, sizeof(ss));
+	in6->sin6_family = AF_INET6;
+	in6->sin6_port = htons((uint16_t)port);
+	ck_assert_int_eq(inet_pton(AF_INET6, addr, &in6->sin6_addr), 1);
+	return sizeof(*in6);
+}
+
+static socklen_t unix_path(const char *path, bool with_nul)
+{
+	struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+	size_t len = strlen(path);
+
+	memset(&ss, 0, sizeof(ss));
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path, path, len);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len +
+	                   (with_nul ? 1 : 0));
+}
+
+static socklen_t unix_abstract(const char *name)
+{
+	struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+	size_t len = strlen(name);
+
+	memset(&ss, 0, sizeof(ss));
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path + 1, name, len);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+/* Parse an environment into `rules`. */
+static struct agile_rules rules;
+
+static int parse_env(char *const *envp)
+{
+	memset(&msgs, 0, sizeof(msgs));
+	return agile_rules_parse(envp, &rules, collect, &msgs);
+}
+
+static int match4(const char *addr, int port)
+{
+	socklen_t len = inet4(addr, port);
+	return agile_rules_match(&rules, (struct sockaddr *)&ss, len);
+}
+
+static int match6(const char *addr, int port)
+{
+	socklen_t len = inet6(addr, port);
+	return agile_rules_match(&rules, (struct sockaddr *)&ss, len);
+}
+
+/* The index of the rule named `name`, which must exist. */
+static int rule_named(const char *name)
+{
+	for (int i = 0; i < rules.count; i++)
+		if (strcmp(rules.rule[i].name, name) == 0)
+			return i;
+	ck_abort_msg("no rule named %s", name);
+	return -1;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Destinations                                                              */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(dest_ipv4)
+{
+	parse_ok("127.0.0.1:8080 max=500");
+	ck_assert_prefix("127.0.0.1", 128);
+	ck_assert_int_eq(rule.port, 8080);
+	ck_assert_str_eq(rule.dest_text, "127.0.0.1:8080");
+	ck_assert_str_eq(rule.name, "api");
+	ck_assert_int_eq(rule.config.max_rate, 500);
+}
+END_TEST
+
+START_TEST(dest_ipv6)
+{
+	parse_ok("[::1]:5432 max=200");
+	ck_assert_prefix("::1", 128);
+	ck_assert_int_eq(rule.port, 5432);
+	parse_ok("[2001:db8::10]:443 max=1");
+	ck_assert_prefix("2001:db8::10", 128);
+}
+END_TEST
+
+START_TEST(dest_cidr_ipv4)
+{
+	parse_ok("10.0.0.0/8:443 max=100");
+	ck_assert_prefix("10.0.0.0", 96 + 8);
+	ck_assert_int_eq(rule.port, 443);
+	/* Host bits past the prefix are dropped: /8 is /8. */
+	parse_ok("10.1.2.3/8:443 max=100");
+	ck_assert_prefix("10.0.0.0", 104);
+	parse_ok("192.168.1.77/25:80 max=100");
+	ck_assert_prefix("192.168.1.0", 96 + 25);
+	parse_ok("0.0.0.0/0:80 max=100");
+	ck_assert_prefix("0.0.0.0", 96);
+}
+END_TEST
+
+START_TEST(dest_cidr_ipv6)
+{
+	parse_ok("[fd00::/8]:443 max=100");
+	ck_assert_prefix("fd00::", 8);
+	parse_ok("[2001:db8:ffff::1/33]:443 max=100");
+	ck_assert_prefix("2001:db8:8000::", 33);
+}
+END_TEST
+
+START_TEST(dest_hostname)
+{
+	parse_ok("API.Example.com.:443 max=10");
+	ck_assert_int_eq(rule.kind, AGILE_DEST_HOST);
+	ck_assert_str_eq(rule.host, "api.example.com");
+	ck_assert_str_eq(rule.dest_text, "API.Example.com.:443");
+	ck_assert_int_eq(rule.port, 443);
+	ck_assert_int_eq(rule.host_addr_count, 0);
+	ck_assert(!rule.host_unresolved);
+	parse_ok("localhost:6379 max=10");
+	ck_assert_str_eq(rule.host, "localhost");
+	parse_ok("db-1.internal_zone:5432 max=10");
+	ck_assert_str_eq(rule.host, "db-1.internal_zone");
+}
+END_TEST
+
+START_TEST(dest_any_port)
+{
+	parse_ok("127.0.0.1:* max=10");
+	ck_assert_prefix("127.0.0.1", 128);
+	ck_assert_int_eq(rule.port, 0);
+	parse_ok("api.example.com:* max=10");
+	ck_assert_int_eq(rule.port, 0);
+	parse_ok("[::1]:* max=10");
+	ck_assert_int_eq(rule.port, 0);
+}
+END_TEST
+
+START_TEST(dest_any_address)
+{
+	parse_ok("*:443 max=10");
+	ck_assert_int_eq(rule.kind, AGILE_DEST_INET);
+	ck_assert_int_eq(rule.prefix.prefix_len, 0);
+	ck_assert_int_eq(rule.port, 443);
+	parse_ok("*:* max=10");
+	ck_assert_int_eq(rule.port, 0);
+}
+END_TEST
+
+START_TEST(dest_unix)
+{
+	parse_ok("unix:/run/app.sock max=10");
+	ck_assert_int_eq(rule.kind, AGILE_DEST_UNIX);
+	ck_assert_str_eq(rule.unix_path, "/run/app.sock");
+	parse_ok("unix:@abstract-name max=10");
+	ck_assert_str_eq(rule.unix_path, "@abstract-name");
+}
+END_TEST
+
+START_TEST(dest_unix_path_too_long)
+{
+	char value[300];
+	char path[200];
+
+	memset(path, 'a', sizeof(path) - 1);
+	path[0] = '/';
+	path[sizeof(path) - 1] = '\0';
+	snprintf(value, sizeof(value), "unix:%s max=10", path);
+	ck_assert_int_eq(parse(value), 1);
+	ck_assert(!rule.enabled);
+	ck_assert_said("the path is too long; expected at most 107 bytes");
+}
+END_TEST
+
+/* The message the issue quotes, exactly. */
+START_TEST(dest_error_message)
+{
+	ck_assert_only_message(
+		"127.0.0.1: max=500",
+		"AGILE_DEST_API: cannot read destination \"127.0.0.1:\"; expected "
+		"IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path");
+	ck_assert(!rule.enabled);
+	/* The settings are still read, so every other mistake shows too. */
+	ck_assert_int_eq(rule.config.max_rate, 500);
+}
+END_TEST
+
+START_TEST(dest_unreadable_forms)
+{
+	static const char *const bad[] = {
+		"127.0.0.1",       /* no port */
+		"::1:80",          /* IPv6 without brackets */
+		"[::1]80",         /* no colon after the bracket */
+		"[::1:80",         /* no closing bracket */
+		"[127.0.0.1]:80",  /* IPv4 in brackets */
+		"[fd00::/]:80",    /* empty prefix length */
+		"300.1.1.1:80",    /* not an IPv4 address, not a host */
+		"1.2.3:80",        /* too few octets */
+		"ho st:80",        /* (split at the space: "ho") */
+		"a..b:80",         /* empty label */
+		"host!:80",        /* not a hostname character */
+		":80",             /* no host */
+		"unix:relative",   /* not an absolute path */
+		"unix:",           /* no path */
+		"unix:/",          /* no name */
+		"api:http",        /* a service name is not a port */
+		"1.2.3.4:-1",      /* negative port */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char value[128];
+		snprintf(value, sizeof(value), "%s max=10", bad[i]);
+		ck_assert_msg(parse(value) >= 1, "%s was accepted", bad[i]);
+		ck_assert_msg(!rule.enabled, "%s left the rule enabled", bad[i]);
+		ck_assert_msg(strncmp(msgs.line[0], "AGILE_DEST_API: ", 16) == 0,
+		              "%s", msgs.line[0]);
+		ck_assert_msg(strstr(msgs.line[0], "destination") != NULL,
+		              "%s: %s", bad[i], msgs.line[0]);
+	}
+}
+END_TEST
+
+START_TEST(dest_port_out_of_range)
+{
+	ck_assert_only_message(
+		"1.2.3.4:70000 max=10",
+		"AGILE_DEST_API: destination \"1.2.3.4:70000\": the port is out of "
+		"range; expected 1 to 65535, or * for any port");
+	ck_assert(!rule.enabled);
+	ck_assert_int_eq(parse("1.2.3.4:0 max=10"), 1);
+	ck_assert_said("the port is out of range");
+	ck_assert_int_eq(parse("[::1]:65536 max=10"), 1);
+	ck_assert_said("the port is out of range");
+	parse_ok("1.2.3.4:65535 max=10");
+	parse_ok("1.2.3.4:1 max=10");
+}
+END_TEST
+
+START_TEST(dest_prefix_out_of_range)
+{
+	ck_assert_only_message(
+		"10.0.0.0/33:80 max=10",
+		"AGILE_DEST_API: destination \"10.0.0.0/33:80\": the prefix length "
+		"is out of range; expected /0 to /32 for IPv4 and /0 to /128 for "
+		"IPv6");
+	ck_assert(!rule.enabled);
+	ck_assert_int_eq(parse("[fd00::/129]:80 max=10"), 1);
+	ck_assert_said("the prefix length is out of range");
+	ck_assert_int_eq(parse("10.0.0.0/x:80 max=10"), 1);
+	ck_assert(!rule.enabled);
+}
+END_TEST
+
+START_TEST(dest_missing)
+{
+	ck_assert_only_message(
+		"",
+		"AGILE_DEST_API: no destination; expected IPv4:PORT, [IPv6]:PORT, "
+		"CIDR:PORT, HOST:PORT or unix:/path");
+	ck_assert(!rule.enabled);
+	ck_assert_only_message(
+		"  max=500 floor=5",
+		"AGILE_DEST_API: no destination before \"max=500\"; expected "
+		"IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path");
+	ck_assert(!rule.enabled);
+	ck_assert_int_eq(rule.config.max_rate, 500);
+	ck_assert_int_eq(rule.config.floor_rate, 5);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Keys                                                                      */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(keys_every_one)
+{
+	parse_ok("127.0.0.1:80 max=500 min=2 floor=20 probe=3 initial=40 "
+	         "slo=200ms anchor=slo preset=latency-first tail_factor=1.5 "
+	         "tail_tolerance=0.05 tick=500ms up=0.1 down=0.25 gain=0.75 "
+	         "inflation=1.5 deadband=0.2 backoff_ticks=3 recover_ticks=4 "
+	         "slow_start=1.5 recover_ramp=0.5 slow_half_life=30s "
+	         "slow_down_half_life=2.5s max_baseline_rise=0.01 pace=connect");
+	const struct agile_config *c = &rule.config;
+	ck_assert_int_eq(c->max_rate, 500);
+	ck_assert_int_eq(c->min_rate, 2);
+	ck_assert_int_eq(c->floor_rate, 20);
+	ck_assert_int_eq(c->probe_rate, 3);
+	ck_assert_int_eq(c->initial_rate, 40);
+	ck_assert_int_eq(c->slo_ns, 200 * AGILE_NS_PER_MS);
+	ck_assert_int_eq(c->anchor, AGILE_ANCHOR_SLO);
+	ck_assert_int_eq(c->preset, AGILE_PRESET_LATENCY_FIRST);
+	ck_assert_double_eq_tol(c->tail_factor, 1.5, 1e-12);
+	ck_assert_double_eq_tol(c->tail_tolerance, 0.05, 1e-12);
+	ck_assert_int_eq(c->tick_ns, 500 * AGILE_NS_PER_MS);
+	ck_assert_double_eq_tol(c->up_step, 0.1, 1e-12);
+	ck_assert_double_eq_tol(c->down_step, 0.25, 1e-12);
+	ck_assert_double_eq_tol(c->gain, 0.75, 1e-12);
+	ck_assert_double_eq_tol(c->target_inflation, 1.5, 1e-12);
+	ck_assert_double_eq_tol(c->deadband, 0.2, 1e-12);
+	ck_assert_int_eq(c->backoff_ticks, 3);
+	ck_assert_int_eq(c->recover_ticks, 4);
+	ck_assert_double_eq_tol(c->slow_start_gain, 1.5, 1e-12);
+	ck_assert_double_eq_tol(c->recover_ramp, 0.5, 1e-12);
+	ck_assert_int_eq(c->slow_half_life_ns, 30 * AGILE_NS_PER_S);
+	ck_assert_int_eq(c->slow_down_half_life_ns, 2500 * AGILE_NS_PER_MS);
+	ck_assert_double_eq_tol(c->max_baseline_rise, 0.01, 1e-12);
+	ck_assert_int_eq(rule.pace, AGILE_PACE_CONNECT);
+}
+END_TEST
+
+START_TEST(keys_defaults_are_zero)
+{
+	static const struct agile_config zero_except_max = { .max_rate = 7 };
+
+	parse_ok("127.0.0.1:80 max=7");
+	ck_assert_mem_eq(&rule.config, &zero_except_max, sizeof(rule.config));
+	ck_assert_int_eq(rule.pace, AGILE_PACE_REQUEST);
+	ck_assert_str_eq(agile_pace_name(AGILE_PACE_REQUEST), "request");
+	ck_assert_str_eq(agile_pace_name(AGILE_PACE_CONNECT), "connect");
+}
+END_TEST
+
+START_TEST(keys_whitespace)
+{
+	parse_ok("\t 127.0.0.1:80 \t max=7   floor=2\n");
+	ck_assert_int_eq(rule.config.max_rate, 7);
+	ck_assert_int_eq(rule.config.floor_rate, 2);
+}
+END_TEST
+
+START_TEST(keys_anchor_values)
+{
+	parse_ok("127.0.0.1:80 max=7 anchor=baseline");
+	ck_assert_int_eq(rule.config.anchor, AGILE_ANCHOR_BASELINE);
+	parse_ok("127.0.0.1:80 max=7 anchor=unset");
+	ck_assert_int_eq(rule.config.anchor, AGILE_ANCHOR_UNSET);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=7 anchor=p99",
+		"AGILE_DEST_API: key \"anchor\": \"p99\" is not an anchor; expected "
+		"unset, baseline or slo");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.anchor, AGILE_ANCHOR_UNSET);
+}
+END_TEST
+
+START_TEST(keys_preset_values)
+{
+	parse_ok("127.0.0.1:80 max=7 preset=none");
+	ck_assert_int_eq(rule.config.preset, AGILE_PRESET_NONE);
+	parse_ok("127.0.0.1:80 max=7 preset=balanced");
+	ck_assert_int_eq(rule.config.preset, AGILE_PRESET_BALANCED);
+	parse_ok("127.0.0.1:80 max=7 preset=throughput-first");
+	ck_assert_int_eq(rule.config.preset, AGILE_PRESET_THROUGHPUT_FIRST);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=7 preset=fastest",
+		"AGILE_DEST_API: key \"preset\": \"fastest\" is not a preset; "
+		"expected none, balanced, latency-first or throughput-first");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.preset, AGILE_PRESET_NONE);
+}
+END_TEST
+
+START_TEST(keys_pace_values)
+{
+	parse_ok("127.0.0.1:80 max=7 pace=request");
+	ck_assert_int_eq(rule.pace, AGILE_PACE_REQUEST);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=7 pace=stream",
+		"AGILE_DEST_API: key \"pace\": \"stream\" is not a pace; expected "
+		"request or connect");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.pace, AGILE_PACE_REQUEST);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Durations                                                                 */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(duration_units)
+{
+	static const struct {
+		const char *text;
+		int64_t ns;
+	} good[] = {
+		{ "100ns", 100 },
+		{ "250us", 250 * AGILE_NS_PER_US },
+		{ "200ms", 200 * AGILE_NS_PER_MS },
+		{ "1.5s", 1500 * AGILE_NS_PER_MS },
+		{ "0.1s", 100 * AGILE_NS_PER_MS }, /* exact, not 99999999 */
+		{ ".5s", 500 * AGILE_NS_PER_MS },
+		{ "2.s", 2 * AGILE_NS_PER_S },
+		{ "2m", 120 * AGILE_NS_PER_S },
+		{ "1.25m", 75 * AGILE_NS_PER_S },
+		{ "0s", 0 },
+		{ "-0s", 0 },
+		{ "0.0000000015s", 1 },  /* fractions of a ns are dropped */
+		{ "9223372036ms", INT64_C(9223372036) * AGILE_NS_PER_MS },
+		{ "9223372036854775807ns", INT64_MAX },
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		int64_t ns = -1;
+		ck_assert_msg(agile_parse_duration(good[i].text, &ns) == 0,
+		              "%s rejected", good[i].text);
+		ck_assert_msg(ns == good[i].ns, "%s: %lld, expected %lld",
+		              good[i].text, (long long)ns, (long long)good[i].ns);
+	}
+}
+END_TEST
+
+START_TEST(duration_rejects)
+{
+	static const char *const bad[] = {
+		"200", "1.5", "-1s", "-0.5ms", "5h", "1sec", "s", "", ".s", "1e3s",
+		"1,5s", "+1s", "1 s", "10000000000s", "9223372036854775808ns",
+		"NaNs", "1.5.2s", "1MS",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t ns = 42;
+		ck_assert_msg(agile_parse_duration(bad[i], &ns) == -EINVAL,
+		              "\"%s\" accepted", bad[i]);
+		ck_assert_int_eq(ns, 42);
+	}
+	ck_assert_int_eq(agile_parse_duration(NULL, NULL), -EINVAL);
+}
+END_TEST
+
+/* The message the issue quotes, exactly; the setting keeps its default. */
+START_TEST(duration_no_unit_message)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 slo=200",
+		"AGILE_DEST_API: key \"slo\": \"200\" has no unit; expected a "
+		"duration such as 250us, 200ms or 1.5s");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.slo_ns, 0);
+}
+END_TEST
+
+START_TEST(duration_other_messages)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 tick=5h",
+		"AGILE_DEST_API: key \"tick\": \"5h\" has an unknown unit; expected "
+		"a duration such as 250us, 200ms or 1.5s");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 slow_half_life=-1s",
+		"AGILE_DEST_API: key \"slow_half_life\": \"-1s\" is negative; "
+		"expected a duration such as 250us, 200ms or 1.5s");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 slow_down_half_life=soon",
+		"AGILE_DEST_API: key \"slow_down_half_life\": \"soon\" is not a "
+		"duration; expected a duration such as 250us, 200ms or 1.5s");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 slo=10000000000s",
+		"AGILE_DEST_API: key \"slo\": \"10000000000s\" is too large; "
+		"expected a duration such as 250us, 200ms or 1.5s");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 slo=",
+		"AGILE_DEST_API: key \"slo\" has no value; expected a duration "
+		"such as 250us, 200ms or 1.5s");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.slo_ns, 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Numbers                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The message the issue quotes, exactly; without max the rule is off. */
+START_TEST(max_not_a_number)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=fast",
+		"AGILE_DEST_API: key \"max\": \"fast\" is not a number; expected a "
+		"whole number of requests per second greater than 0");
+	ck_assert(!rule.enabled);
+}
+END_TEST
+
+START_TEST(max_missing)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 floor=5",
+		"AGILE_DEST_API: key \"max\" is missing; expected max=N, a whole "
+		"number of requests per second greater than 0");
+	ck_assert(!rule.enabled);
+}
+END_TEST
+
+START_TEST(max_zero_negative_huge)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=0",
+		"AGILE_DEST_API: key \"max\": \"0\" is not greater than 0; expected "
+		"a whole number of requests per second greater than 0");
+	ck_assert(!rule.enabled);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=-5",
+		"AGILE_DEST_API: key \"max\": \"-5\" is negative; expected a whole "
+		"number of requests per second greater than 0");
+	ck_assert(!rule.enabled);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=2.5",
+		"AGILE_DEST_API: key \"max\": \"2.5\" is not a whole number; "
+		"expected a whole number of requests per second greater than 0");
+	ck_assert(!rule.enabled);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=99999999999999999999999",
+		"AGILE_DEST_API: key \"max\": \"99999999999999999999999\" is too "
+		"large; expected at most 1000000000 requests per second");
+	ck_assert(!rule.enabled);
+	parse_ok("127.0.0.1:80 max=1000000000");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=1000000001"), 1);
+	ck_assert(!rule.enabled);
+}
+END_TEST
+
+/* The message the issue quotes, exactly.  The floor falls back to its
+ * default and the ceiling stays: a typo must never lift the limit. */
+START_TEST(floor_above_max)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 floor=600",
+		"AGILE_DEST_API: floor (600) is above max (500); expected "
+		"floor <= max");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.max_rate, 500);
+	ck_assert_int_eq(rule.config.floor_rate, 0);
+}
+END_TEST
+
+START_TEST(rates_above_each_other)
+{
+	ck_assert_only_message("127.0.0.1:80 max=50 min=60",
+	                       "AGILE_DEST_API: min (60) is above max (50); "
+	                       "expected min <= max");
+	ck_assert_int_eq(rule.config.min_rate, 0);
+	ck_assert_only_message("127.0.0.1:80 max=50 initial=60",
+	                       "AGILE_DEST_API: initial (60) is above max (50); "
+	                       "expected initial <= max");
+	ck_assert_int_eq(rule.config.initial_rate, 0);
+	ck_assert_only_message("127.0.0.1:80 max=50 floor=10 probe=20",
+	                       "AGILE_DEST_API: probe (20) is above floor (10); "
+	                       "expected probe <= floor");
+	ck_assert_int_eq(rule.config.probe_rate, 0);
+	ck_assert_int_eq(rule.config.floor_rate, 10);
+	ck_assert(rule.enabled);
+	/* floor = max is the fixed-rate configuration, and fine. */
+	parse_ok("127.0.0.1:80 max=20 floor=20");
+}
+END_TEST
+
+START_TEST(rate_messages)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 floor=lots",
+		"AGILE_DEST_API: key \"floor\": \"lots\" is not a number; expected "
+		"a whole number of requests per second, 0 or more");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 probe=-1",
+		"AGILE_DEST_API: key \"probe\": \"-1\" is negative; expected a "
+		"whole number of requests per second, 0 or more");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 floor=1.5",
+		"AGILE_DEST_API: key \"floor\": \"1.5\" is not a whole number; "
+		"expected a whole number of requests per second, 0 or more");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 backoff_ticks=two",
+		"AGILE_DEST_API: key \"backoff_ticks\": \"two\" is not a number; "
+		"expected a whole number of ticks, 0 or more");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 recover_ticks=99999999999",
+		"AGILE_DEST_API: key \"recover_ticks\": \"99999999999\" is too "
+		"large; expected a whole number of ticks, 0 or more");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.recover_ticks, 0);
+}
+END_TEST
+
+START_TEST(decimal_messages)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 deadband=wide",
+		"AGILE_DEST_API: key \"deadband\": \"wide\" is not a number; "
+		"expected a decimal number, 0 or more, such as 0.1");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 gain=-0.5",
+		"AGILE_DEST_API: key \"gain\": \"-0.5\" is negative; expected a "
+		"decimal number, 0 or more, such as 0.5");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=50 tail_factor=1e3",
+		"AGILE_DEST_API: key \"tail_factor\": \"1e3\" is not a number; "
+		"expected a decimal number, 0 or more, such as 1.5");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=50 up=5000000"), 1);
+	ck_assert_said("key \"up\": \"5000000\" is too large");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=50 inflation=nan"), 1);
+	ck_assert_said("is not a number");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=50 recover_ramp=inf"), 1);
+	ck_assert_said("is not a number");
+	ck_assert(rule.enabled);
+	ck_assert(rule.config.recover_ramp == 0);
+	parse_ok("127.0.0.1:80 max=50 gain=2 down=.5 up=0");
+	ck_assert_double_eq_tol(rule.config.gain, 2.0, 1e-12);
+	ck_assert_double_eq_tol(rule.config.down_step, 0.5, 1e-12);
+}
+END_TEST
+
+/* What the core's validation finds is reported too, in the user's key
+ * names rather than the struct's field names. */
+START_TEST(core_validation_in_key_names)
+{
+	ck_assert_int_eq(parse("127.0.0.1:80 max=50 up=1.5"), 1);
+	ck_assert_msg(strncmp(msgs.line[0], "AGILE_DEST_API: up (1.5)", 24) == 0,
+	              "%s", msgs.line[0]);
+	ck_assert_msg(strstr(msgs.line[0], "up_step") == NULL, "%s",
+	              msgs.line[0]);
+	ck_assert(rule.enabled);
+
+	ck_assert_int_eq(parse("127.0.0.1:80 max=50 deadband=1.5"), 1);
+	ck_assert_said("AGILE_DEST_API: deadband (1.5)");
+
+	ck_assert_int_eq(parse("127.0.0.1:80 max=50 anchor=slo"), 1);
+	ck_assert_said("AGILE_DEST_API: anchor slo needs slo");
+	ck_assert(!said("slo_ns"));
+
+	ck_assert_int_eq(parse("127.0.0.1:80 max=50 floor=20 initial=5"), 1);
+	ck_assert_said("AGILE_DEST_API: initial (5) is below floor (20)");
+	ck_assert(rule.enabled);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Unknown keys and malformed settings                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The message the issue quotes, exactly. */
+START_TEST(unknown_key_suggestion)
+{
+	ck_assert_only_message("127.0.0.1:80 max=500 flor=20",
+	                       "AGILE_DEST_API: unknown key \"flor\"; did you mean "
+	                       "\"floor\"?");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.floor_rate, 0);
+}
+END_TEST
+
+START_TEST(unknown_key_nearest)
+{
+	static const struct {
+		const char *typed;
+		const char *meant;
+	} cases[] = {
+		{ "MAX", "max" },            /* case */
+		{ "mxa", "max" },            /* swapped letters */
+		{ "flooor", "floor" },
+		{ "slos", "slo" },
+		{ "tail_factr", "tail_factor" },
+		{ "backof_ticks", "backoff_ticks" },
+		{ "slow_halflife", "slow_half_life" },
+		{ "slow-start", "slow_start" },
+		{ "infltion", "inflation" },
+		{ "deadbnd", "deadband" },
+		{ "max_baselin_rise", "max_baseline_rise" },
+		{ "presets", "preset" },
+		{ "paec", "pace" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char value[128], want[128];
+		snprintf(value, sizeof(value), "127.0.0.1:80 max=5 %s=1",
+		         cases[i].typed);
+		snprintf(want, sizeof(want), "did you mean \"%s\"?",
+		         cases[i].meant);
+		ck_assert_int_eq(parse(value), 1);
+		ck_assert_msg(said(want), "%s: %s", cases[i].typed, msgs.line[0]);
+	}
+}
+END_TEST
+
+START_TEST(unknown_key_no_suggestion)
+{
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 colour=blue"), 1);
+	ck_assert_said("AGILE_DEST_API: unknown key \"colour\"; expected one of "
+	               "max, min, floor, probe, initial, slo, anchor, preset, ");
+	ck_assert_said("max_baseline_rise, pace");
+	ck_assert(!said("did you mean"));
+	ck_assert(rule.enabled);
+	/* One letter is never "close" to a key of three. */
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 x=1"), 1);
+	ck_assert(!said("did you mean"));
+}
+END_TEST
+
+START_TEST(malformed_settings)
+{
+	ck_assert_only_message("127.0.0.1:80 max=5 floor",
+	                       "AGILE_DEST_API: key \"floor\" has no value; "
+	                       "expected floor=VALUE");
+	ck_assert_only_message("127.0.0.1:80 max=5 500",
+	                       "AGILE_DEST_API: \"500\" is not a setting; "
+	                       "expected key=value");
+	ck_assert_only_message("127.0.0.1:80 max=5 =5",
+	                       "AGILE_DEST_API: unknown key \"\"; expected one of "
+	                       "max, min, floor, probe, initial, slo, anchor, "
+	                       "preset, tail_factor, tail_tolerance, tick, up, "
+	                       "down, gain, inflation, deadband, backoff_ticks, "
+	                       "recover_ticks, slow_start, recover_ramp, "
+	                       "slow_half_life, slow_down_half_life, "
+	                       "max_baseline_rise, pace");
+	ck_assert_only_message("127.0.0.1:80 max=5 floor=",
+	                       "AGILE_DEST_API: key \"floor\" has no value; "
+	                       "expected a whole number of requests per second, "
+	                       "0 or more");
+	ck_assert(rule.enabled);
+}
+END_TEST
+
+/* A repeated key keeps its first value: the second cannot lift a max that
+ * was already promised. */
+START_TEST(duplicate_key_keeps_first)
+{
+	ck_assert_only_message("127.0.0.1:80 max=5 max=500",
+	                       "AGILE_DEST_API: key \"max\" is set twice; expected "
+	                       "each key once (the first value is kept)");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.max_rate, 5);
+}
+END_TEST
+
+/* Strictness, all at once: every bad setting is reported, each keeps its
+ * default, and the rule stays in force with its ceiling. */
+START_TEST(bad_settings_keep_defaults)
+{
+	int errors = parse("127.0.0.1:80 max=500 floor=abc slo=200 flor=3 "
+	                   "deadband=x preset=fast pace=x tick=1h");
+
+	ck_assert_int_eq(errors, 7);
+	ck_assert_int_eq(msgs.count, 7);
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.max_rate, 500);
+	ck_assert_int_eq(rule.config.floor_rate, 0);
+	ck_assert_int_eq(rule.config.slo_ns, 0);
+	ck_assert_int_eq(rule.config.tick_ns, 0);
+	ck_assert(rule.config.deadband == 0);
+	ck_assert_int_eq(rule.config.preset, AGILE_PRESET_NONE);
+	ck_assert_int_eq(rule.pace, AGILE_PACE_REQUEST);
+	for (int i = 0; i < msgs.count; i++)
+		ck_assert_msg(strncmp(msgs.line[i], "AGILE_DEST_API: ", 16) == 0,
+		              "%s", msgs.line[i]);
+}
+END_TEST
+
+START_TEST(long_name_is_cut_and_reported)
+{
+	char name[100];
+
+	memset(name, 'N', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_N", name,
+	                                  "127.0.0.1:80 max=5", &rule, collect,
+	                                  &msgs),
+	                 1);
+	ck_assert_said("the name is longer than 47 characters");
+	ck_assert_int_eq(strlen(rule.name), AGILE_RULE_NAME_MAX - 1);
+	ck_assert(rule.name[0] == 'n');
+	ck_assert(rule.enabled);
+}
+END_TEST
+
+START_TEST(no_callback_is_fine)
+{
+	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_X", "x", "nowhere max=x",
+	                                  &rule, NULL, NULL),
+	                 2);
+	ck_assert(!rule.enabled);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* The environment                                                           */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(env_sorted_and_lower_cased)
+{
+	char *env[] = {
+		"PATH=/bin",
+		"AGILE_DEST_WEB=127.0.0.1:80 max=5",
+		"AGILE_STATE=/tmp/x",
+		"AGILE_DEST_api=127.0.0.1:81 max=6",
+		"AGILE_DESTX=127.0.0.1:82 max=7",
+		"AGILE_DEST_Cache=unix:/run/c.sock max=8",
+		"AGILE_DEST_NOVALUE",
+		NULL,
+	};
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(rules.count, 3);
+	ck_assert_str_eq(rules.rule[0].name, "api");
+	ck_assert_str_eq(rules.rule[1].name, "cache");
+	ck_assert_str_eq(rules.rule[2].name, "web");
+	ck_assert_int_eq(rules.rule[0].config.max_rate, 6);
+	ck_assert_int_eq(rules.rule[2].port, 80);
+}
+END_TEST
+
+/* Two processes with the same variables in a different order see the same
+ * rules in the same order: "first" means the same everywhere. */
+START_TEST(env_order_is_stable)
+{
+	char *a[] = { "AGILE_DEST_B=1.1.1.1:1 max=1", "AGILE_DEST_A=1.1.1.1:2 max=2",
+	              "AGILE_DEST_C=1.1.1.1:3 max=3", NULL };
+	char *b[] = { "AGILE_DEST_C=1.1.1.1:3 max=3", "AGILE_DEST_A=1.1.1.1:2 max=2",
+	              "AGILE_DEST_B=1.1.1.1:1 max=1", NULL };
+	struct agile_rules first;
+
+	ck_assert_int_eq(parse_env(a), 0);
+	first = rules;
+	ck_assert_int_eq(parse_env(b), 0);
+	ck_assert_mem_eq(&first, &rules, sizeof(rules));
+}
+END_TEST
+
+START_TEST(env_messages_name_the_variable)
+{
+	char *env[] = { "AGILE_DEST_API=127.0.0.1:80 max=500 flor=1",
+	                "AGILE_DEST_DB=[::1]:5432 max=fast", NULL };
+
+	ck_assert_int_eq(parse_env(env), 2);
+	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_API: unknown key \"flor\"; "
+	                               "did you mean \"floor\"?");
+	ck_assert_str_eq(msgs.line[1], "AGILE_DEST_DB: key \"max\": \"fast\" is "
+	                               "not a number; expected a whole number of "
+	                               "requests per second greater than 0");
+	ck_assert_int_eq(rules.count, 2);
+	ck_assert(rules.rule[0].enabled);
+	ck_assert(!rules.rule[1].enabled);
+}
+END_TEST
+
+START_TEST(env_empty_name)
+{
+	char *env[] = { "AGILE_DEST_=127.0.0.1:80 max=5", NULL };
+
+	ck_assert_int_eq(parse_env(env), 1);
+	ck_assert_int_eq(rules.count, 0);
+	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_: no NAME after AGILE_DEST_; "
+	                               "expected AGILE_DEST_<NAME>=DEST "
+	                               "key=value...");
+}
+END_TEST
+
+START_TEST(env_too_many)
+{
+	static char storage[AGILE_RULES_MAX + 2][64];
+	char *env[AGILE_RULES_MAX + 3];
+
+	for (int i = 0; i < AGILE_RULES_MAX + 2; i++) {
+		snprintf(storage[i], sizeof(storage[i]),
+		         "AGILE_DEST_R%02d=10.0.0.%d:80 max=5", i, i + 1);
+		env[i] = storage[i];
+	}
+	env[AGILE_RULES_MAX + 2] = NULL;
+	ck_assert_int_eq(parse_env(env), 2);
+	ck_assert_int_eq(rules.count, AGILE_RULES_MAX);
+	ck_assert_str_eq(rules.rule[AGILE_RULES_MAX - 1].name, "r31");
+	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_R32: too many destinations; "
+	                               "at most 32 are read and this one is "
+	                               "ignored");
+}
+END_TEST
+
+START_TEST(env_same_name_twice)
+{
+	char *env[] = { "AGILE_DEST_API=127.0.0.1:80 max=5",
+	                "AGILE_DEST_api=127.0.0.1:81 max=6", NULL };
+
+	ck_assert_int_eq(parse_env(env), 1);
+	ck_assert_int_eq(rules.count, 2);
+	ck_assert_said("AGILE_DEST_api: the name \"api\" is already used");
+	ck_assert(rules.rule[0].enabled && rules.rule[1].enabled);
+}
+END_TEST
+
+START_TEST(env_null_and_empty)
+{
+	char *none[] = { NULL };
+
+	ck_assert_int_eq(parse_env(NULL), 0);
+	ck_assert_int_eq(rules.count, 0);
+	ck_assert_int_eq(parse_env(none), 0);
+	ck_assert_int_eq(rules.count, 0);
+	ck_assert_int_eq(agile_rules_match(&rules, NULL, 0), -1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Matching                                                                  */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(match_exact_ipv4)
+{
+	char *env[] = { "AGILE_DEST_API=127.0.0.1:8080 max=5", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(match4("127.0.0.1", 8080), 0);
+	ck_assert_int_eq(match4("127.0.0.1", 8081), -1);
+	ck_assert_int_eq(match4("127.0.0.2", 8080), -1);
+	/* A truncated address is no address. */
+	inet4("127.0.0.1", 8080);
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss,
+	                                   sizeof(struct sockaddr_in) - 1),
+	                 -1);
+}
+END_TEST
+
+/* The most specific rule wins whatever the order of the names. */
+START_TEST(match_exact_beats_cidr)
+{
+	char *env[] = { "AGILE_DEST_A_NET=10.0.0.0/8:443 max=5",
+	                "AGILE_DEST_B_HOST=10.1.2.3:443 max=6",
+	                "AGILE_DEST_C_SUB=10.1.0.0/16:443 max=7", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(match4("10.1.2.3", 443), rule_named("b_host"));
+	ck_assert_int_eq(match4("10.1.9.9", 443), rule_named("c_sub"));
+	ck_assert_int_eq(match4("10.2.0.1", 443), rule_named("a_net"));
+	ck_assert_int_eq(match4("11.0.0.1", 443), -1);
+}
+END_TEST
+
+START_TEST(match_port_beats_any)
+{
+	char *env[] = { "AGILE_DEST_ANY=127.0.0.1:* max=5",
+	                "AGILE_DEST_WEB=127.0.0.1:80 max=6", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(match4("127.0.0.1", 80), rule_named("web"));
+	ck_assert_int_eq(match4("127.0.0.1", 81), rule_named("any"));
+}
+END_TEST
+
+/* A longer prefix outranks an exact port: the address says more about
+ * which downstream it is than the port does. */
+START_TEST(match_prefix_beats_port)
+{
+	char *env[] = { "AGILE_DEST_HOST=10.0.0.5:* max=5",
+	                "AGILE_DEST_NET=10.0.0.0/8:80 max=6", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(match4("10.0.0.5", 80), rule_named("host"));
+	ck_assert_int_eq(match4("10.0.0.6", 80), rule_named("net"));
+	ck_assert_int_eq(match4("10.0.0.6", 81), -1);
+}
+END_TEST
+
+START_TEST(match_tie_goes_to_first)
+{
+	char *env[] = { "AGILE_DEST_ZULU=127.0.0.1:80 max=5",
+	                "AGILE_DEST_ALPHA=127.0.0.1:80 max=6", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(match4("127.0.0.1", 80), rule_named("alpha"));
+	ck_assert_int_eq(rule_named("alpha"), 0);
+}
+END_TEST
+
+START_TEST(match_ipv4_ipv6_and_mapped)
+{
+	char *env[] = { "AGILE_DEST_V4=127.0.0.1:80 max=5",
+	                "AGILE_DEST_V6=[::1]:80 max=6",
+	                "AGILE_DEST_NET6=[fd00::/8]:80 max=7", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(match4("127.0.0.1", 80), rule_named("v4"));
+	/* A dual-stack socket connecting to an IPv4 address. */
+	ck_assert_int_eq(match6("::ffff:127.0.0.1", 80), rule_named("v4"));
+	ck_assert_int_eq(match6("::1", 80), rule_named("v6"));
+	ck_assert_int_eq(match6("fd12:3456::1", 80), rule_named("net6"));
+	ck_assert_int_eq(match6("fe80::1", 80), -1);
+	/* ::1 is not 127.0.0.1, and an IPv4 /0 is not all of IPv6. */
+	ck_assert_int_eq(match6("::127.0.0.1", 80), -1);
+}
+END_TEST
+
+START_TEST(match_any_address)
+{
+	char *env[] = { "AGILE_DEST_ALL=*:443 max=5",
+	                "AGILE_DEST_ALL4=0.0.0.0/0:443 max=6", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	/* The IPv4 /0 is a /96 in the shared space, so it is more specific. */
+	ck_assert_int_eq(match4("192.0.2.1", 443), rule_named("all4"));
+	ck_assert_int_eq(match6("2001:db8::1", 443), rule_named("all"));
+	ck_assert_int_eq(match6("2001:db8::1", 80), -1);
+}
+END_TEST
+
+START_TEST(match_skips_disabled)
+{
+	char *env[] = { "AGILE_DEST_BAD=127.0.0.1:80 max=oops",
+	                "AGILE_DEST_NET=127.0.0.0/8:80 max=6", NULL };
+
+	ck_assert_int_eq(parse_env(env), 1);
+	ck_assert(!rules.rule[rule_named("bad")].enabled);
+	ck_assert_int_eq(match4("127.0.0.1", 80), rule_named("net"));
+}
+END_TEST
+
+START_TEST(match_unix)
+{
+	char *env[] = { "AGILE_DEST_APP=unix:/run/app.sock max=5",
+	                "AGILE_DEST_ABS=unix:@agile max=6",
+	                "AGILE_DEST_ALL=*:* max=7", NULL };
+	socklen_t len;
+
+	ck_assert_int_eq(parse_env(env), 0);
+	len = unix_path("/run/app.sock", true);
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 rule_named("app"));
+	len = unix_path("/run/app.sock", false);
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 rule_named("app"));
+	len = unix_path("/run/app.sock2", true);
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 -1);
+	len = unix_path("/run/app", true);
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 -1);
+	len = unix_abstract("agile");
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 rule_named("abs"));
+	len = unix_abstract("agile2");
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 -1);
+	/* "@agile" as a path is not the abstract name. */
+	len = unix_path("@agile", true);
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 -1);
+	/* Unix rules never match an inet address, and `*:*` no Unix one. */
+	ck_assert_int_eq(match4("127.0.0.1", 80), rule_named("all"));
+	len = unix_path("/elsewhere", true);
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 -1);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+/* Hostnames                                                                 */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(learn_then_match)
+{
+	char *env[] = { "AGILE_DEST_API=Api.Example.com:443 max=5",
+	                "AGILE_DEST_NET=10.0.0.0/8:443 max=6", NULL };
+	socklen_t len;
+
+	ck_assert_int_eq(parse_env(env), 0);
+	/* Before the program resolves the name, its addresses are unknown. */
+	ck_assert_int_eq(match4("10.0.0.7", 443), rule_named("net"));
+
+	len = inet4("10.0.0.7", 0);
+	agile_rules_learn(&rules, "api.EXAMPLE.com.", (struct sockaddr *)&ss,
+	                  len);
+	len = inet6("2001:db8::7", 12345);
+	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	ck_assert_int_eq(rules.rule[rule_named("api")].host_addr_count, 2);
+
+	/* A hostname is exact addresses: it beats the /8. */
+	ck_assert_int_eq(match4("10.0.0.7", 443), rule_named("api"));
+	ck_assert_int_eq(match6("::ffff:10.0.0.7", 443), rule_named("api"));
+	ck_assert_int_eq(match6("2001:db8::7", 443), rule_named("api"));
+	/* The rule's port applies, not the one in the learned address. */
+	ck_assert_int_eq(match6("2001:db8::7", 12345), -1);
+	ck_assert_int_eq(match4("10.0.0.8", 443), rule_named("net"));
+}
+END_TEST
+
+START_TEST(learn_ignores_others_and_duplicates)
+{
+	char *env[] = { "AGILE_DEST_API=api.example.com:443 max=5", NULL };
+	struct agile_rule *api;
+	socklen_t len;
+
+	ck_assert_int_eq(parse_env(env), 0);
+	api = &rules.rule[0];
+	api->host_unresolved = true;
+	len = inet4("192.0.2.1", 0);
+	agile_rules_learn(&rules, "other.example.com", (struct sockaddr *)&ss,
+	                  len);
+	agile_rules_learn(&rules, "api.example.com.evil", (struct sockaddr *)&ss,
+	                  len);
+	agile_rules_learn(&rules, NULL, (struct sockaddr *)&ss, len);
+	ck_assert_int_eq(api->host_addr_count, 0);
+	ck_assert(api->host_unresolved);
+
+	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	ck_assert_int_eq(api->host_addr_count, 1);
+	/* The program resolved it after all. */
+	ck_assert(!api->host_unresolved);
+	/* An address family the rules do not know is ignored. */
+	len = unix_path("/x", true);
+	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	ck_assert_int_eq(api->host_addr_count, 1);
+}
+END_TEST
+
+/* DNS round robin: past the list's size the oldest address is replaced, so
+ * the newest ones always match. */
+START_TEST(learn_replaces_oldest_when_full)
+{
+	char *env[] = { "AGILE_DEST_LB=lb.example.com:80 max=5", NULL };
+	char addr[32];
+	socklen_t len;
+
+	ck_assert_int_eq(parse_env(env), 0);
+	for (int i = 1; i <= AGILE_RULE_HOST_ADDRS + 3; i++) {
+		snprintf(addr, sizeof(addr), "192.0.2.%d", i);
+		len = inet4(addr, 0);
+		agile_rules_learn(&rules, "lb.example.com", (struct sockaddr *)&ss,
+		                  len);
+	}
+	ck_assert_int_eq(rules.rule[0].host_addr_count, AGILE_RULE_HOST_ADDRS);
+	ck_assert_int_eq(match4("192.0.2.1", 80), -1);
+	ck_assert_int_eq(match4("192.0.2.3", 80), -1);
+	ck_assert_int_eq(match4("192.0.2.4", 80), 0);
+	snprintf(addr, sizeof(addr), "192.0.2.%d", AGILE_RULE_HOST_ADDRS + 3);
+	ck_assert_int_eq(match4(addr, 80), 0);
+}
+END_TEST
+
+/* A resolver stand-in: "good.test" is 198.51.100.1 (a numeric lookup, so no
+ * network), everything else does not exist. */
+static int fake_calls;
+
+static int fake_resolve(const char *node, const char *service,
+                        const struct addrinfo *hints, struct addrinfo **res)
+{
+	struct addrinfo numeric = *hints;
+
+	fake_calls++;
+	if (strcmp(node, "good.test") != 0)
+		return EAI_NONAME;
+	numeric.ai_flags |= AI_NUMERICHOST;
+	return getaddrinfo("198.51.100.1", service, &numeric, res);
+}
+
+START_TEST(resolve_hosts_learns_and_flags_failures)
+{
+	char *env[] = { "AGILE_DEST_GOOD=good.test:80 max=5",
+	                "AGILE_DEST_LOST=lost.test:80 max=5",
+	                "AGILE_DEST_IP=127.0.0.1:80 max=5", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	fake_calls = 0;
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_rules_resolve_hosts(&rules, fake_resolve, collect,
+	                                           &msgs),
+	                 1);
+	/* Only hostname rules are looked up. */
+	ck_assert_int_eq(fake_calls, 2);
+	ck_assert_int_eq(rules.rule[rule_named("good")].host_addr_count, 1);
+	ck_assert(!rules.rule[rule_named("good")].host_unresolved);
+	ck_assert_int_eq(match4("198.51.100.1", 80), rule_named("good"));
+	ck_assert(rules.rule[rule_named("lost")].host_unresolved);
+	ck_assert_int_eq(msgs.count, 1);
+	ck_assert_said("AGILE_DEST_LOST: cannot resolve host \"lost.test\" (");
+	ck_assert_said("); its connections count as unreachable until the "
+	               "program resolves it");
+}
+END_TEST
+
+/* The resolver really returning a list: localhost always resolves. */
+START_TEST(resolve_hosts_with_getaddrinfo)
+{
+	char *env[] = { "AGILE_DEST_LOCAL=localhost:80 max=5", NULL };
+
+	ck_assert_int_eq(parse_env(env), 0);
+	ck_assert_int_eq(agile_rules_resolve_hosts(&rules, NULL, NULL, NULL), 0);
+	ck_assert_int_gt(rules.rule[0].host_addr_count, 0);
+	ck_assert(!rules.rule[0].host_unresolved);
+	ck_assert_int_eq(match4("127.0.0.1", 80), 0);
+	/* A rule that already has addresses is not looked up again. */
+	fake_calls = 0;
+	ck_assert_int_eq(agile_rules_resolve_hosts(&rules, fake_resolve, NULL,
+	                                           NULL),
+	                 0);
+	ck_assert_int_eq(fake_calls, 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------------------ */
+
+static Suite *rules_suite(void)
+{
+	Suite *s = suite_create("rules");
+	TCase *dest = tcase_create("destinations");
+	TCase *keys = tcase_create("keys");
+	TCase *errors = tcase_create("errors");
+	TCase *env = tcase_create("environment");
+	TCase *match = tcase_create("matching");
+	TCase *hosts = tcase_create("hostnames");
+
+	tcase_add_test(dest, dest_ipv4);
+	tcase_add_test(dest, dest_ipv6);
+	tcase_add_test(dest, dest_cidr_ipv4);
+	tcase_add_test(dest, dest_cidr_ipv6);
+	tcase_add_test(dest, dest_hostname);
+	tcase_add_test(dest, dest_any_port);
+	tcase_add_test(dest, dest_any_address);
+	tcase_add_test(dest, dest_unix);
+	tcase_add_test(dest, dest_unix_path_too_long);
+	tcase_add_test(dest, dest_error_message);
+	tcase_add_test(dest, dest_unreadable_forms);
+	tcase_add_test(dest, dest_port_out_of_range);
+	tcase_add_test(dest, dest_prefix_out_of_range);
+	tcase_add_test(dest, dest_missing);
+	suite_add_tcase(s, dest);
+
+	tcase_add_test(keys, keys_every_one);
+	tcase_add_test(keys, keys_defaults_are_zero);
+	tcase_add_test(keys, keys_whitespace);
+	tcase_add_test(keys, keys_anchor_values);
+	tcase_add_test(keys, keys_preset_values);
+	tcase_add_test(keys, keys_pace_values);
+	tcase_add_test(keys, duration_units);
+	tcase_add_test(keys, duration_rejects);
+	suite_add_tcase(s, keys);
+
+	tcase_add_test(errors, duration_no_unit_message);
+	tcase_add_test(errors, duration_other_messages);
+	tcase_add_test(errors, max_not_a_number);
+	tcase_add_test(errors, max_missing);
+	tcase_add_test(errors, max_zero_negative_huge);
+	tcase_add_test(errors, floor_above_max);
+	tcase_add_test(errors, rates_above_each_other);
+	tcase_add_test(errors, rate_messages);
+	tcase_add_test(errors, decimal_messages);
+	tcase_add_test(errors, core_validation_in_key_names);
+	tcase_add_test(errors, unknown_key_suggestion);
+	tcase_add_test(errors, unknown_key_nearest);
+	tcase_add_test(errors, unknown_key_no_suggestion);
+	tcase_add_test(errors, malformed_settings);
+	tcase_add_test(errors, duplicate_key_keeps_first);
+	tcase_add_test(errors, bad_settings_keep_defaults);
+	tcase_add_test(errors, long_name_is_cut_and_reported);
+	tcase_add_test(errors, no_callback_is_fine);
+	suite_add_tcase(s, errors);
+
+	tcase_add_test(env, env_sorted_and_lower_cased);
+	tcase_add_test(env, env_order_is_stable);
+	tcase_add_test(env, env_messages_name_the_variable);
+	tcase_add_test(env, env_empty_name);
+	tcase_add_test(env, env_too_many);
+	tcase_add_test(env, env_same_name_twice);
+	tcase_add_test(env, env_null_and_empty);
+	suite_add_tcase(s, env);
+
+	tcase_add_test(match, match_exact_ipv4);
+	tcase_add_test(match, match_exact_beats_cidr);
+	tcase_add_test(match, match_port_beats_any);
+	tcase_add_test(match, match_prefix_beats_port);
+	tcase_add_test(match, match_tie_goes_to_first);
+	tcase_add_test(match, match_ipv4_ipv6_and_mapped);
+	tcase_add_test(match, match_any_address);
+	tcase_add_test(match, match_skips_disabled);
+	tcase_add_test(match, match_unix);
+	suite_add_tcase(s, match);
+
+	tcase_add_test(hosts, learn_then_match);
+	tcase_add_test(hosts, learn_ignores_others_and_duplicates);
+	tcase_add_test(hosts, learn_replaces_oldest_when_full);
+	tcase_add_test(hosts, resolve_hosts_learns_and_flags_failures);
+	tcase_add_test(hosts, resolve_hosts_with_getaddrinfo);
+	suite_add_tcase(s, hosts);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *runner = srunner_create(rules_suite());
+	int failed;
+
+	srunner_run_all(runner, CK_NORMAL);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
