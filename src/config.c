@@ -1,1 +1,1013 @@
-/* config.c - placeholder until its module lands. */
+/*
+ * config.c - turn the configuration a user wrote into the one a limiter runs
+ * with, explain every change made on the way, and print the result.
+ *
+ * agile_resolve() and agile_config_validate() are one walk over the config
+ * (resolve_into below): the walk fills a struct agile_resolved and, when it is
+ * given a report, writes one problem for each repair it makes.  Keeping a
+ * single walk is what guarantees that validate reports exactly the repairs
+ * resolve performs, no more and no fewer.
+ *
+ * The walk runs in four passes, and the order matters:
+ *
+ *  1. Unusable values (negative, NaN, infinite, out-of-range enumerations,
+ *     fractions past their bound) are turned back into 0, "unset".
+ *  2. Rate bounds: min_rate falls back to its default, floor_rate and
+ *     probe_rate inherit it, then they are clamped against max_rate and each
+ *     other, and initial_rate is derived or clamped into [floor, max].
+ *  3. The preset fills the policy fields still at 0, the SLO anchor degrades
+ *     to the baseline one when there is no SLO, and the tick hysteresis takes
+ *     the default of the anchor in force.
+ *  4. Every field still at 0 takes its AGILE_DEFAULT_* value.
+ *
+ * Everything here is pure: no clock, no allocation, no I/O.  Text goes into
+ * caller buffers with snprintf semantics.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agile.h"
+
+#define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
+
+#define STRINGIFY_(token) #token
+#define STRINGIFY(token) STRINGIFY_(token)
+
+/* Large enough for any number, duration or name printed below. */
+#define SHORT_TEXT 48
+
+static const char *const preset_names[AGILE_PRESET_COUNT] = {
+	[AGILE_PRESET_NONE] = "none",
+	[AGILE_PRESET_BALANCED] = "balanced",
+	[AGILE_PRESET_LATENCY_FIRST] = "latency-first",
+	[AGILE_PRESET_THROUGHPUT_FIRST] = "throughput-first",
+};
+
+static const char *const anchor_names[] = {
+	[AGILE_ANCHOR_UNSET] = "unset",
+	[AGILE_ANCHOR_BASELINE] = "baseline",
+	[AGILE_ANCHOR_SLO] = "slo",
+};
+
+#define ANCHOR_COUNT (sizeof anchor_names / sizeof anchor_names[0])
+
+static const char degraded_anchor_name[] =
+	"baseline (slo anchor requested without an slo)";
+
+/* ------------------------------------------------------------------------ */
+/* Text helpers                                                              */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * An output buffer with snprintf semantics spread over many appends: `need`
+ * counts every byte that would have been written, the buffer receives what
+ * fits, and it stays NUL-terminated whenever len > 0.
+ */
+struct text {
+	char *buf;
+	size_t len;
+	size_t need;
+};
+
+static struct text text_start(char *buf, size_t len)
+{
+	struct text t = { .buf = len > 0 ? buf : NULL, .len = buf ? len : 0 };
+
+	if (t.len > 0)
+		t.buf[0] = '\0';
+	return t;
+}
+
+static void PRINTF_LIKE(2, 3) text_printf(struct text *t, const char *fmt, ...)
+{
+	char *dst = NULL;
+	size_t room = 0;
+	va_list ap;
+	int n;
+
+	/* Once one append has been cut short nothing later is written, so the
+	 * buffer always holds a prefix of the full text. */
+	if (t->need < t->len) {
+		dst = t->buf + t->need;
+		room = t->len - t->need;
+	}
+	va_start(ap, fmt);
+	n = vsnprintf(dst, room, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		t->need += (size_t)n;
+}
+
+/*
+ * Print a double and force '.' as the decimal point.  printf follows
+ * LC_NUMERIC, and this library runs inside host programs that may have called
+ * setlocale(); a decimal comma would break the JSON and blur every message.
+ * With %g and %f the decimal point is the only run of characters that is not
+ * a digit, a sign or an exponent marker, so that run is replaced by '.'.
+ *
+ * `fixed` prints "%.Nf" with N = `precision` (falling back to %g for values
+ * too large to print that way in a short buffer); otherwise "%.Ng" with N
+ * significant digits.
+ */
+static void format_real(char out[SHORT_TEXT], double value, bool fixed,
+                        int precision)
+{
+	char raw[SHORT_TEXT];
+	size_t from = 0;
+	size_t to = 0;
+
+	if (isnan(value)) {
+		snprintf(out, SHORT_TEXT, "nan");
+		return;
+	}
+	if (isinf(value)) {
+		snprintf(out, SHORT_TEXT, "%sinf", value < 0 ? "-" : "");
+		return;
+	}
+	if (fixed && fabs(value) < 1e15)
+		snprintf(raw, sizeof raw, "%.*f", precision, value);
+	else
+		snprintf(raw, sizeof raw, "%.*g", fixed ? 15 : precision, value);
+
+	while (raw[from] != '\0') {
+		char c = raw[from];
+
+		if ((c >= '0' && c <= '9') || c == '-' || c == '+' || c == 'e'
+		    || c == 'E') {
+			out[to++] = c;
+			from++;
+			continue;
+		}
+		out[to++] = '.';
+		while (raw[from] != '\0' && !(raw[from] >= '0' && raw[from] <= '9'))
+			from++;
+	}
+	out[to] = '\0';
+}
+
+/*
+ * The usual way to print a double here: 15 significant digits print any
+ * decimal typed with 15 or fewer digits back exactly as it was typed, without
+ * the binary noise %.17g shows ("0.05", not "0.050000000000000003").
+ */
+static void format_number(char out[SHORT_TEXT], double value)
+{
+	format_real(out, value, false, 15);
+}
+
+/* A factor as in "1.0x": like format_number, but always with a point. */
+static void format_factor(char out[SHORT_TEXT], double value)
+{
+	format_number(out, value);
+	if (isfinite(value) && strpbrk(out, ".e") == NULL)
+		strcat(out, ".0");
+}
+
+/*
+ * Durations use the largest unit in which the value is exact with at most
+ * three decimals for minutes and hours, and exact to the nanosecond for
+ * seconds and below: "250us", "1.5s", "1.234567ms", "2m", "1.5m", "61s".
+ * The text is therefore exact, and any parser that accepts decimal
+ * fractions (Go's time.ParseDuration among them) reads back the same value.
+ */
+static void format_duration(char out[SHORT_TEXT], int64_t ns)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t ns;
+		uint64_t step; /* the smallest fraction printed in this unit */
+		int decimals;
+	} units[] = {
+		{ "h", UINT64_C(3600000000000), UINT64_C(3600000000), 3 },
+		{ "m", UINT64_C(60000000000), UINT64_C(60000000), 3 },
+		{ "s", UINT64_C(1000000000), 1, 9 },
+		{ "ms", UINT64_C(1000000), 1, 6 },
+		{ "us", UINT64_C(1000), 1, 3 },
+		{ "ns", 1, 1, 0 },
+	};
+	/* Negate in unsigned arithmetic so INT64_MIN is handled too. */
+	uint64_t magnitude = ns < 0 ? UINT64_C(0) - (uint64_t)ns : (uint64_t)ns;
+	const char *sign = ns < 0 ? "-" : "";
+
+	if (magnitude == 0) {
+		snprintf(out, SHORT_TEXT, "0s");
+		return;
+	}
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		char fraction[16] = "";
+
+		if (magnitude < units[i].ns || magnitude % units[i].step != 0)
+			continue;
+		if (magnitude % units[i].ns != 0) {
+			uint64_t digits = magnitude % units[i].ns / units[i].step;
+			size_t end;
+
+			snprintf(fraction, sizeof fraction, ".%0*" PRIu64,
+			         units[i].decimals, digits);
+			end = strlen(fraction);
+			while (fraction[end - 1] == '0')
+				fraction[--end] = '\0';
+		}
+		snprintf(out, SHORT_TEXT, "%s%" PRIu64 "%s%s", sign,
+		         magnitude / units[i].ns, fraction, units[i].suffix);
+		return;
+	}
+}
+
+/* The SLO as printed in the window and the resolved listings. */
+static void format_slo(char out[SHORT_TEXT], int64_t slo_ns)
+{
+	if (slo_ns > 0)
+		format_duration(out, slo_ns);
+	else
+		snprintf(out, SHORT_TEXT, "unset");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Names                                                                     */
+/* ------------------------------------------------------------------------ */
+
+const char *agile_preset_name(enum agile_preset preset)
+{
+	if ((unsigned)preset >= AGILE_PRESET_COUNT)
+		return "unknown";
+	return preset_names[preset];
+}
+
+const char *agile_resolved_anchor_name(const struct agile_resolved *r)
+{
+	if (r == NULL)
+		return "unknown";
+	if (r->anchor == AGILE_ANCHOR_SLO)
+		return anchor_names[AGILE_ANCHOR_SLO];
+	if (r->anchor == AGILE_ANCHOR_BASELINE)
+		return r->anchor_degraded ? degraded_anchor_name
+		                          : anchor_names[AGILE_ANCHOR_BASELINE];
+	if (r->anchor == AGILE_ANCHOR_UNSET)
+		return anchor_names[AGILE_ANCHOR_UNSET];
+	return "unknown";
+}
+
+static const char *kind_name(uint32_t kind)
+{
+	switch (kind) {
+	case AGILE_KIND_RATE:
+		return "rate";
+	case AGILE_KIND_CONCURRENCY:
+		return "concurrency";
+	default:
+		return "unknown";
+	}
+}
+
+/*
+ * Names come from command lines and environment variables, so matching is
+ * forgiving about what people type: ASCII case is ignored and '_' stands for
+ * '-' ("LATENCY_FIRST" is "latency-first").  No locale is consulted.
+ */
+static bool name_matches(const char *name, const char *canonical)
+{
+	for (;; name++, canonical++) {
+		char c = *name;
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		else if (c == '_')
+			c = '-';
+		if (c != *canonical)
+			return false;
+		if (c == '\0')
+			return true;
+	}
+}
+
+int agile_preset_parse(const char *name, enum agile_preset *out)
+{
+	if (name == NULL || out == NULL)
+		return -EINVAL;
+	for (int i = 0; i < AGILE_PRESET_COUNT; i++) {
+		if (name_matches(name, preset_names[i])) {
+			*out = (enum agile_preset)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int agile_anchor_parse(const char *name, enum agile_anchor *out)
+{
+	if (name == NULL || out == NULL)
+		return -EINVAL;
+	for (size_t i = 0; i < ANCHOR_COUNT; i++) {
+		if (name_matches(name, anchor_names[i])) {
+			*out = (enum agile_anchor)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The resolving walk                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* Where validate collects problems; resolve passes NULL, and no problem is
+ * written. */
+struct report {
+	struct agile_problem *out;
+	size_t cap;
+	size_t count;
+};
+
+static void PRINTF_LIKE(3, 4)
+problem(struct report *rep, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (rep == NULL)
+		return;
+	if (rep->count < rep->cap) {
+		struct agile_problem *p = &rep->out[rep->count];
+
+		snprintf(p->field, sizeof p->field, "%s", field);
+		va_start(ap, fmt);
+		vsnprintf(p->message, sizeof p->message, fmt, ap);
+		va_end(ap);
+	}
+	rep->count++;
+}
+
+/*
+ * Each *_field helper takes one value as written and returns it, or 0 when it
+ * cannot be used; `unset` completes the sentence "it would be treated as
+ * unset: ..." so the message says what happens instead.
+ */
+static int64_t count_field(struct report *rep, const char *field, int64_t value,
+                           const char *unset)
+{
+	if (value >= 0)
+		return value;
+	problem(rep, field,
+	        "%s (%" PRId64 ") must not be negative; it would be treated as "
+	        "unset: %s.", field, value, unset);
+	return 0;
+}
+
+static int ticks_field(struct report *rep, const char *field, int value)
+{
+	if (value >= 0)
+		return value;
+	problem(rep, field,
+	        "%s (%d) must not be negative; it would be treated as unset: "
+	        "the preset or the anchor in force decides.", field, value);
+	return 0;
+}
+
+static double real_field(struct report *rep, const char *field, double value,
+                         const char *unset)
+{
+	char shown[SHORT_TEXT];
+
+	if (isfinite(value) && value >= 0)
+		return value;
+	format_number(shown, value);
+	if (isfinite(value))
+		problem(rep, field,
+		        "%s (%s) must not be negative; it would be treated as "
+		        "unset: %s.", field, shown, unset);
+	else
+		problem(rep, field,
+		        "%s (%s) is not a finite number; it would be treated as "
+		        "unset: %s.", field, shown, unset);
+	return 0;
+}
+
+/* "the default of 0.05 applies" and friends, for real_field's `unset`. */
+struct default_text {
+	char text[SHORT_TEXT + 32];
+};
+
+static struct default_text default_real(double value)
+{
+	struct default_text d;
+	char shown[SHORT_TEXT];
+
+	format_number(shown, value);
+	snprintf(d.text, sizeof d.text, "the default of %s applies", shown);
+	return d;
+}
+
+static struct default_text default_duration(int64_t ns)
+{
+	struct default_text d;
+	char shown[SHORT_TEXT];
+
+	format_duration(shown, ns);
+	snprintf(d.text, sizeof d.text, "the default of %s applies", shown);
+	return d;
+}
+
+/* How a bound came to have its value, for the clamp messages. */
+static void describe_rate(char out[SHORT_TEXT + 32], int64_t value,
+                          int64_t written, int64_t min_written)
+{
+	if (written > 0)
+		snprintf(out, SHORT_TEXT + 32, "%" PRId64, value);
+	else if (min_written > 0)
+		snprintf(out, SHORT_TEXT + 32, "%" PRId64 ", inherited from min_rate",
+		         value);
+	else
+		snprintf(out, SHORT_TEXT + 32, "%" PRId64 ", the default", value);
+}
+
+/* Pass 2: the rate bounds.  `max_ok` is false when max_rate is unusable; the
+ * comparisons against it are then skipped, as there is nothing to compare. */
+static void resolve_rates(const struct agile_config *c, bool max_ok,
+                          struct agile_resolved *r, struct report *rep)
+{
+	int64_t max = c->max_rate;
+	int64_t min_w = count_field(rep, "min_rate", c->min_rate,
+	                            "the default of "
+	                            STRINGIFY(AGILE_DEFAULT_MIN_RATE) " applies");
+	int64_t floor_w = count_field(rep, "floor_rate", c->floor_rate,
+	                              "it inherits min_rate");
+	int64_t probe_w = count_field(rep, "probe_rate", c->probe_rate,
+	                              "it inherits min_rate");
+	int64_t initial_w = count_field(rep, "initial_rate", c->initial_rate,
+	                                "it is derived as max_rate/8");
+	int64_t min = min_w > 0 ? min_w : AGILE_DEFAULT_MIN_RATE;
+	int64_t floor, probe, initial;
+
+	if (max_ok && min > max) {
+		problem(rep, "min_rate",
+		        "min_rate (%" PRId64 ") is above max_rate (%" PRId64 "); it "
+		        "would be clamped to %" PRId64 ".", min, max, max);
+		min = max;
+	}
+
+	/* An inherited floor was already clamped with min_rate above. */
+	floor = floor_w > 0 ? floor_w : min;
+	if (max_ok && floor > max) {
+		problem(rep, "floor_rate",
+		        "floor_rate (%" PRId64 ") is above max_rate (%" PRId64 "); it "
+		        "would be clamped to %" PRId64 ".", floor, max, max);
+		floor = max;
+	}
+
+	/* Checking probe against the floor also covers probe above max_rate,
+	 * since the floor is at most max_rate by now. */
+	probe = probe_w > 0 ? probe_w : min;
+	if (probe > floor) {
+		char probe_text[SHORT_TEXT + 32], floor_text[SHORT_TEXT + 32];
+
+		describe_rate(probe_text, probe, probe_w, min_w);
+		describe_rate(floor_text, floor, floor_w, min_w);
+		problem(rep, "probe_rate",
+		        "probe_rate (%s) is above floor_rate (%s); the outage floor "
+		        "must not exceed the operating floor, so it would be lowered "
+		        "to %" PRId64 ".", probe_text, floor_text, floor);
+		probe = floor;
+	}
+
+	if (initial_w == 0) {
+		/* Guessing high costs a couple of fast backoff ticks, guessing low
+		 * a long additive climb, hence max/8 rather than the floor. */
+		initial = max_ok ? max / 8 : 0;
+		if (initial < floor)
+			initial = floor;
+	} else if (max_ok && initial_w > max) {
+		problem(rep, "initial_rate",
+		        "initial_rate (%" PRId64 ") is above max_rate (%" PRId64 "); "
+		        "it would be clamped to %" PRId64 ".", initial_w, max, max);
+		initial = max;
+	} else if (initial_w < floor) {
+		problem(rep, "initial_rate",
+		        "initial_rate (%" PRId64 ") is below floor_rate (%" PRId64 "); "
+		        "it would be raised to %" PRId64 ".", initial_w, floor, floor);
+		initial = floor;
+	} else {
+		initial = initial_w;
+	}
+
+	r->max_rate = max;
+	r->min_rate = min;
+	r->floor_rate = floor;
+	r->probe_rate = probe;
+	r->initial_rate = initial;
+}
+
+/* What a preset contributes; zero members contribute nothing. */
+struct preset_row {
+	enum agile_anchor anchor;
+	double tail_tolerance;
+	double target_inflation;
+	int backoff_ticks;
+	int recover_ticks;
+};
+
+/*
+ * The preset table.  PRESET_NONE is the recommendation and depends on the
+ * SLO: with one it is latency-first plus the ratio guard (its two-tick
+ * hysteresis comes from the SLO anchor default below); without one it is
+ * exactly balanced.
+ */
+static struct preset_row preset_row(enum agile_preset preset, bool have_slo)
+{
+	struct preset_row row = { .anchor = AGILE_ANCHOR_UNSET };
+
+	switch (preset) {
+	case AGILE_PRESET_NONE:
+		if (have_slo) {
+			row.anchor = AGILE_ANCHOR_SLO;
+			row.tail_tolerance = AGILE_DEFAULT_TAIL_TOLERANCE_SLO;
+			break;
+		}
+		/* fall through */
+	case AGILE_PRESET_BALANCED:
+	default:
+		row.anchor = AGILE_ANCHOR_BASELINE;
+		row.target_inflation = AGILE_DEFAULT_TARGET_INFLATION;
+		row.backoff_ticks = 1;
+		row.recover_ticks = 1;
+		break;
+	case AGILE_PRESET_LATENCY_FIRST:
+		row.anchor = AGILE_ANCHOR_SLO;
+		row.backoff_ticks = 2;
+		row.recover_ticks = 2;
+		break;
+	case AGILE_PRESET_THROUGHPUT_FIRST:
+		row.anchor = AGILE_ANCHOR_BASELINE;
+		row.target_inflation = AGILE_THROUGHPUT_FIRST_INFLATION;
+		row.backoff_ticks = 2;
+		row.recover_ticks = 2;
+		break;
+	}
+	return row;
+}
+
+static double or_default(double value, double fallback)
+{
+	return value > 0 ? value : fallback;
+}
+
+static int64_t or_default_ns(int64_t value, int64_t fallback)
+{
+	return value > 0 ? value : fallback;
+}
+
+/*
+ * The whole walk.  `r` receives a complete resolved config even when
+ * max_rate is unusable (resolve then discards it); `rep` may be NULL.
+ */
+static void resolve_into(const struct agile_config *c, enum agile_kind kind,
+                         struct agile_resolved *r, struct report *rep)
+{
+	enum agile_preset preset = c->preset;
+	enum agile_anchor anchor = c->anchor;
+	bool max_ok = c->max_rate > 0;
+	bool anchor_from_preset;
+	struct preset_row row;
+	int64_t slo;
+
+	memset(r, 0, sizeof *r);
+	r->kind = (uint32_t)kind;
+
+	/* Pass 1 for the enumerations and the SLO, which the others need. */
+	if ((unsigned)preset >= AGILE_PRESET_COUNT) {
+		problem(rep, "preset",
+		        "preset (%d) is not a known preset; it would run as none.",
+		        (int)preset);
+		preset = AGILE_PRESET_NONE;
+	}
+	if (!max_ok)
+		problem(rep, "max_rate",
+		        "max_rate (%" PRId64 ") must be greater than 0: it is the "
+		        "ceiling you promise the downstream, and nothing can run "
+		        "without it.", c->max_rate);
+	resolve_rates(c, max_ok, r, rep);
+	slo = count_field(rep, "slo_ns", c->slo_ns,
+	                  "there is no SLO and the tail guard is off");
+	if ((unsigned)anchor >= ANCHOR_COUNT) {
+		problem(rep, "anchor",
+		        "anchor (%d) is not a known anchor; the preset would choose "
+		        "one.", (int)anchor);
+		anchor = AGILE_ANCHOR_UNSET;
+	}
+
+	/* Pass 1 for the rest, in the order of struct agile_config. */
+	r->tail_factor = real_field(rep, "tail_factor", c->tail_factor,
+	                            default_real(AGILE_DEFAULT_TAIL_FACTOR).text);
+	r->tail_tolerance = real_field(rep, "tail_tolerance", c->tail_tolerance,
+	                               "the preset decides");
+	if (r->tail_tolerance >= 1) {
+		char shown[SHORT_TEXT];
+
+		format_number(shown, r->tail_tolerance);
+		problem(rep, "tail_tolerance",
+		        "tail_tolerance (%s) must be below 1: no share of a tick can "
+		        "exceed all of it, so the guard would never fire; the preset "
+		        "would decide instead.", shown);
+		r->tail_tolerance = 0;
+	}
+	r->backoff_ticks = ticks_field(rep, "backoff_ticks", c->backoff_ticks);
+	r->recover_ticks = ticks_field(rep, "recover_ticks", c->recover_ticks);
+	r->slow_half_life_ns = count_field(
+		rep, "slow_half_life_ns", c->slow_half_life_ns,
+		default_duration(AGILE_DEFAULT_SLOW_HALF_LIFE_NS).text);
+	r->slow_down_half_life_ns = count_field(
+		rep, "slow_down_half_life_ns", c->slow_down_half_life_ns,
+		default_duration(AGILE_DEFAULT_SLOW_DOWN_HALF_LIFE_NS).text);
+	r->max_baseline_rise = real_field(
+		rep, "max_baseline_rise", c->max_baseline_rise,
+		default_real(AGILE_DEFAULT_MAX_BASELINE_RISE).text);
+	r->tick_ns = count_field(rep, "tick_ns", c->tick_ns,
+	                         default_duration(AGILE_DEFAULT_TICK_NS).text);
+	r->target_inflation = real_field(rep, "target_inflation",
+	                                 c->target_inflation, "the preset decides");
+	r->up_step = real_field(rep, "up_step", c->up_step,
+	                        default_real(AGILE_DEFAULT_UP_STEP).text);
+	if (r->up_step >= 1) {
+		char shown[SHORT_TEXT], fallback[SHORT_TEXT];
+
+		format_number(shown, r->up_step);
+		format_number(fallback, AGILE_DEFAULT_UP_STEP);
+		problem(rep, "up_step",
+		        "up_step (%s) must be below 1: an additive step of the whole "
+		        "rate or more is a doubling, which is slow_start_gain's job; "
+		        "it would be reset to %s.", shown, fallback);
+		r->up_step = 0;
+	}
+	r->down_step = real_field(rep, "down_step", c->down_step,
+	                          default_real(AGILE_DEFAULT_DOWN_STEP).text);
+	if (r->down_step >= 1) {
+		char shown[SHORT_TEXT], fallback[SHORT_TEXT];
+
+		format_number(shown, r->down_step);
+		format_number(fallback, AGILE_DEFAULT_DOWN_STEP);
+		problem(rep, "down_step",
+		        "down_step (%s) must be below 1: a step of the whole rate "
+		        "would cut it to nothing in one tick; it would be reset to "
+		        "%s.", shown, fallback);
+		r->down_step = 0;
+	}
+	r->gain = real_field(rep, "gain", c->gain,
+	                     default_real(AGILE_DEFAULT_GAIN).text);
+	r->slow_start_gain = real_field(
+		rep, "slow_start_gain", c->slow_start_gain,
+		default_real(AGILE_DEFAULT_SLOW_START_GAIN).text);
+	if (r->slow_start_gain > 0 && r->slow_start_gain < 1) {
+		char shown[SHORT_TEXT];
+
+		format_number(shown, r->slow_start_gain);
+		problem(rep, "slow_start_gain",
+		        "slow_start_gain (%s) must be at least 1: below 1 the cold "
+		        "start would shrink the rate while latency is healthy; it "
+		        "would be raised to 1, pure additive increase.", shown);
+		r->slow_start_gain = 1;
+	}
+	r->deadband = real_field(rep, "deadband", c->deadband,
+	                         default_real(AGILE_DEFAULT_DEADBAND).text);
+	if (r->deadband >= 1) {
+		char shown[SHORT_TEXT], fallback[SHORT_TEXT];
+
+		format_number(shown, r->deadband);
+		format_number(fallback, AGILE_DEFAULT_DEADBAND);
+		problem(rep, "deadband",
+		        "deadband (%s) must be in [0, 1): a hold band as wide as "
+		        "the whole window leaves no latency low enough to count as "
+		        "healthy, so the rate could never rise; it would be reset "
+		        "to %s.", shown, fallback);
+		r->deadband = 0;
+	}
+	r->recover_ramp = real_field(rep, "recover_ramp", c->recover_ramp,
+	                             "the recover ramp stays off");
+
+	/* Pass 3: the preset fills what is still unset, then the anchor is
+	 * checked against the SLO it needs. */
+	row = preset_row(preset, slo > 0);
+	anchor_from_preset = anchor == AGILE_ANCHOR_UNSET;
+	if (anchor_from_preset)
+		anchor = row.anchor;
+	if (r->tail_tolerance == 0)
+		r->tail_tolerance = row.tail_tolerance;
+	if (r->target_inflation == 0)
+		r->target_inflation = row.target_inflation;
+	if (r->backoff_ticks == 0)
+		r->backoff_ticks = row.backoff_ticks;
+	if (r->recover_ticks == 0)
+		r->recover_ticks = row.recover_ticks;
+
+	if (anchor == AGILE_ANCHOR_SLO && slo == 0) {
+		if (anchor_from_preset)
+			problem(rep, "preset",
+			        "preset %s needs slo_ns for its slo anchor; without it "
+			        "the baseline anchor runs.", agile_preset_name(preset));
+		else
+			problem(rep, "anchor",
+			        "anchor slo needs slo_ns; without it the baseline anchor "
+			        "runs.");
+		anchor = AGILE_ANCHOR_BASELINE;
+		r->anchor_degraded = 1;
+	}
+
+	/* The SLO anchor's threshold is fixed, so jitter across it is the main
+	 * false-positive risk and two agreeing ticks are the default there; the
+	 * baseline anchor keeps the historical single-tick decisions. */
+	if (r->backoff_ticks == 0)
+		r->backoff_ticks = anchor == AGILE_ANCHOR_SLO ? 2 : 1;
+	if (r->recover_ticks == 0)
+		r->recover_ticks = anchor == AGILE_ANCHOR_SLO ? 2 : 1;
+
+	/* Pass 4: plain defaults.  recover_ramp and tail_tolerance stay 0, which
+	 * means "off" and "quantile guard". */
+	r->tail_factor = or_default(r->tail_factor, AGILE_DEFAULT_TAIL_FACTOR);
+	r->target_inflation = or_default(r->target_inflation,
+	                                 AGILE_DEFAULT_TARGET_INFLATION);
+	r->slow_half_life_ns = or_default_ns(r->slow_half_life_ns,
+	                                     AGILE_DEFAULT_SLOW_HALF_LIFE_NS);
+	r->slow_down_half_life_ns = or_default_ns(
+		r->slow_down_half_life_ns, AGILE_DEFAULT_SLOW_DOWN_HALF_LIFE_NS);
+	r->max_baseline_rise = or_default(r->max_baseline_rise,
+	                                  AGILE_DEFAULT_MAX_BASELINE_RISE);
+	r->tick_ns = or_default_ns(r->tick_ns, AGILE_DEFAULT_TICK_NS);
+	r->up_step = or_default(r->up_step, AGILE_DEFAULT_UP_STEP);
+	r->down_step = or_default(r->down_step, AGILE_DEFAULT_DOWN_STEP);
+	r->gain = or_default(r->gain, AGILE_DEFAULT_GAIN);
+	r->slow_start_gain = or_default(r->slow_start_gain,
+	                                AGILE_DEFAULT_SLOW_START_GAIN);
+	r->deadband = or_default(r->deadband, AGILE_DEFAULT_DEADBAND);
+
+	r->preset = (uint32_t)preset;
+	r->anchor = (uint32_t)anchor;
+	r->slo_ns = slo;
+}
+
+size_t agile_config_validate(const struct agile_config *config,
+                             struct agile_problem *out, size_t cap)
+{
+	static const struct agile_config empty;
+	struct report rep = { .out = out, .cap = out != NULL ? cap : 0 };
+	struct agile_resolved scratch;
+
+	/* A missing config is the zero config: only max_rate is wrong in it. */
+	resolve_into(config != NULL ? config : &empty, AGILE_KIND_RATE, &scratch,
+	             &rep);
+	return rep.count;
+}
+
+int agile_resolve(const struct agile_config *config, enum agile_kind kind,
+                  struct agile_resolved *out)
+{
+	struct agile_resolved r;
+
+	if (config == NULL || out == NULL || config->max_rate <= 0)
+		return -EINVAL;
+	if (kind != AGILE_KIND_RATE && kind != AGILE_KIND_CONCURRENCY)
+		return -EINVAL;
+	resolve_into(config, kind, &r, NULL);
+	*out = r;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rendering                                                                 */
+/* ------------------------------------------------------------------------ */
+
+size_t agile_duration_format(int64_t ns, char *buf, size_t len)
+{
+	struct text t = text_start(buf, len);
+	char shown[SHORT_TEXT];
+
+	format_duration(shown, ns);
+	text_printf(&t, "%s", shown);
+	return t.need;
+}
+
+static void window_text(struct text *t, const struct agile_resolved *r)
+{
+	char fraction[SHORT_TEXT], slo[SHORT_TEXT], inflation[SHORT_TEXT];
+
+	format_number(fraction, AGILE_SLO_WINDOW_FRACTION);
+	format_slo(slo, r->slo_ns);
+	format_real(inflation, r->target_inflation, true, 2);
+	if (r->anchor == AGILE_ANCHOR_SLO && r->slo_ns > 0)
+		text_printf(t, "%s x %s", fraction, slo);
+	else if (r->slo_ns > 0)
+		text_printf(t, "min((1+%s) x baseline, %s x %s)", inflation,
+		            fraction, slo);
+	else
+		text_printf(t, "(1+%s) x baseline", inflation);
+}
+
+static void tail_text(struct text *t, const struct agile_resolved *r)
+{
+	char target[SHORT_TEXT], factor[SHORT_TEXT], percent[SHORT_TEXT];
+	double target_ns;
+
+	if (r->slo_ns <= 0) {
+		text_printf(t, "off (SLO unset)");
+		return;
+	}
+	/* Saturate rather than overflow for an absurd tail_factor. */
+	target_ns = (double)r->slo_ns * r->tail_factor;
+	if (!(target_ns < 9.2e18))
+		target_ns = 9.2e18;
+	else if (!(target_ns > 0))
+		target_ns = 0;
+	format_duration(target, (int64_t)(target_ns + 0.5));
+	format_factor(factor, r->tail_factor);
+	text_printf(t, "%s (%sx SLO)", target, factor);
+	if (r->tail_tolerance > 0) {
+		/* Six significant digits hide the binary noise of x 100. */
+		format_real(percent, r->tail_tolerance * 100, false, 6);
+		text_printf(t, ", ratio > %s%% + margin", percent);
+	}
+}
+
+size_t agile_resolved_window(const struct agile_resolved *r, char *buf,
+                             size_t len)
+{
+	struct text t = text_start(buf, len);
+
+	if (r != NULL)
+		window_text(&t, r);
+	return t.need;
+}
+
+size_t agile_resolved_tail(const struct agile_resolved *r, char *buf,
+                           size_t len)
+{
+	struct text t = text_start(buf, len);
+
+	if (r != NULL)
+		tail_text(&t, r);
+	return t.need;
+}
+
+/*
+ * One renderer serves both listings, so the "key: value" lines and the JSON
+ * object cannot disagree about which fields exist.
+ */
+struct listing {
+	struct text t;
+	bool json;
+	bool first;
+};
+
+static void listing_key(struct listing *l, const char *key, const char *suffix)
+{
+	if (l->json)
+		text_printf(&l->t, "%s\"%s%s\":", l->first ? "" : ",", key, suffix);
+	else
+		text_printf(&l->t, "%s%s: ", key, suffix);
+	l->first = false;
+}
+
+static void listing_end(struct listing *l)
+{
+	if (!l->json)
+		text_printf(&l->t, "\n");
+}
+
+/* Every string is generated here and plain ASCII, but escape what JSON
+ * requires anyway, so a future string cannot break the object. */
+static void json_string(struct text *t, const char *s)
+{
+	text_printf(t, "\"");
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			text_printf(t, "\\%c", c);
+		else if (c < 0x20)
+			text_printf(t, "\\u%04x", c);
+		else
+			text_printf(t, "%c", c);
+	}
+	text_printf(t, "\"");
+}
+
+static void listing_string(struct listing *l, const char *key,
+                           const char *value)
+{
+	listing_key(l, key, "");
+	if (l->json)
+		json_string(&l->t, value);
+	else
+		text_printf(&l->t, "%s", value);
+	listing_end(l);
+}
+
+static void listing_int(struct listing *l, const char *key, int64_t value)
+{
+	listing_key(l, key, "");
+	text_printf(&l->t, "%" PRId64, value);
+	listing_end(l);
+}
+
+static void listing_bool(struct listing *l, const char *key, bool value)
+{
+	listing_key(l, key, "");
+	if (l->json)
+		text_printf(&l->t, "%s", value ? "true" : "false");
+	else
+		text_printf(&l->t, "%s", value ? "yes" : "no");
+	listing_end(l);
+}
+
+static void listing_real(struct listing *l, const char *key, double value)
+{
+	char shown[SHORT_TEXT];
+
+	format_number(shown, value);
+	listing_key(l, key, "");
+	/* JSON has no spelling for NaN or infinity; a resolved config never
+	 * holds one, but a hand-built struct might. */
+	text_printf(&l->t, "%s", l->json && !isfinite(value) ? "null" : shown);
+	listing_end(l);
+}
+
+/* A duration is one human line, or in JSON the exact "<key>_ns" integer
+ * followed by the human form under "<key>". */
+static void listing_duration(struct listing *l, const char *key,
+                             int64_t ns, const char *human)
+{
+	if (l->json) {
+		listing_key(l, key, "_ns");
+		text_printf(&l->t, "%" PRId64, ns);
+	}
+	listing_string(l, key, human);
+}
+
+static void listing_all(struct listing *l, const struct agile_resolved *r)
+{
+	char text[256];
+	char human[SHORT_TEXT];
+
+	if (l->json)
+		text_printf(&l->t, "{");
+	listing_string(l, "kind", kind_name(r->kind));
+	listing_string(l, "preset",
+	               agile_preset_name((enum agile_preset)r->preset));
+	listing_string(l, "anchor", agile_resolved_anchor_name(r));
+	listing_bool(l, "anchor_degraded", r->anchor_degraded != 0);
+	agile_resolved_window(r, text, sizeof text);
+	listing_string(l, "window", text);
+	agile_resolved_tail(r, text, sizeof text);
+	listing_string(l, "tail", text);
+	listing_int(l, "max_rate", r->max_rate);
+	listing_int(l, "min_rate", r->min_rate);
+	listing_int(l, "floor_rate", r->floor_rate);
+	listing_int(l, "probe_rate", r->probe_rate);
+	listing_int(l, "initial_rate", r->initial_rate);
+	format_slo(human, r->slo_ns);
+	listing_duration(l, "slo", r->slo_ns, human);
+	listing_real(l, "tail_factor", r->tail_factor);
+	listing_real(l, "tail_tolerance", r->tail_tolerance);
+	listing_int(l, "backoff_ticks", r->backoff_ticks);
+	listing_int(l, "recover_ticks", r->recover_ticks);
+	format_duration(human, r->tick_ns);
+	listing_duration(l, "tick", r->tick_ns, human);
+	format_duration(human, r->slow_half_life_ns);
+	listing_duration(l, "slow_half_life", r->slow_half_life_ns, human);
+	format_duration(human, r->slow_down_half_life_ns);
+	listing_duration(l, "slow_down_half_life", r->slow_down_half_life_ns,
+	                 human);
+	listing_real(l, "max_baseline_rise", r->max_baseline_rise);
+	listing_real(l, "target_inflation", r->target_inflation);
+	listing_real(l, "up_step", r->up_step);
+	listing_real(l, "down_step", r->down_step);
+	listing_real(l, "gain", r->gain);
+	listing_real(l, "slow_start_gain", r->slow_start_gain);
+	listing_real(l, "deadband", r->deadband);
+	listing_real(l, "recover_ramp", r->recover_ramp);
+	if (l->json)
+		text_printf(&l->t, "}");
+}
+
+size_t agile_resolved_format(const struct agile_resolved *r, char *buf,
+                             size_t len)
+{
+	struct listing l = { .t = text_start(buf, len), .first = true };
+
+	if (r != NULL)
+		listing_all(&l, r);
+	return l.t.need;
+}
+
+size_t agile_resolved_json(const struct agile_resolved *r, char *buf,
+                           size_t len)
+{
+	struct listing l = { .t = text_start(buf, len), .json = true,
+	                     .first = true };
+
+	if (r != NULL)
+		listing_all(&l, r);
+	return l.t.need;
+}
