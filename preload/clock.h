@@ -1,0 +1,57 @@
+/*
+ * clock.h - the preload's clock: CLOCK_MONOTONIC in nanoseconds, the time
+ * base of every limiter in the state file.  CLOCK_MONOTONIC is one clock for
+ * the whole machine, so processes sharing a bucket agree on "now"; the state
+ * file records the boot it belongs to because the clock restarts at boot.
+ */
+#ifndef AGILE_PRELOAD_CLOCK_H
+#define AGILE_PRELOAD_CLOCK_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "agile.h"
+
+static inline int64_t agile__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+}
+
+/* Wall-clock time, only for the history's timestamps. */
+static inline int64_t agile__unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+}
+
+/*
+ * Sleep until the monotonic time `when_ns`; errno is untouched.
+ *
+ * A signal that interrupts the wait has its handler run by the kernel, and
+ * the wait then resumes: the pacing wait is the preload's, not the program's,
+ * so it behaves like a restartable call.  A blocking send that a signal
+ * would have interrupted with EINTR therefore reports it (if at all) after
+ * the wait, at most one pacing interval late; returning EINTR from a send
+ * that would not have blocked would break programs written for SA_RESTART
+ * handlers, which is worse.  A non-blocking socket never returns EINTR, so
+ * for it this is exact.
+ */
+static inline void agile__sleep_until(int64_t when_ns)
+{
+	struct timespec ts = {
+		.tv_sec = when_ns / AGILE_NS_PER_S,
+		.tv_nsec = when_ns % AGILE_NS_PER_S,
+	};
+
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+}
+
+#endif /* AGILE_PRELOAD_CLOCK_H */

@@ -1,0 +1,373 @@
+/*
+ * destinations.c - configured destinations at run time (see destinations.h).
+ *
+ * Nothing here runs before the first hook that needs it: a process that
+ * never connects to a configured destination (each `sh`, `sed` and `grep` of
+ * a script inherits LD_PRELOAD) parses the environment at most once and never
+ * opens the state file.
+ *
+ * Locks, each held for microseconds and never while a caller waits for a
+ * grant (see agile__destinations_atfork_prepare for their order):
+ *   learn_lock  - serialises agile_rules_learn and the hostname fallback
+ *                 lookup; agile_rules_match runs without it (rules.h).
+ *   attach_lock - serialises attaching destinations to slots and the
+ *                 one-time opening of the state file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "atomics.h"
+#include "clock.h"
+#include "destinations.h"
+#include "log.h"
+#include "process.h"
+#include "symbols.h"
+
+extern char **environ;
+
+static struct agile_rules rules;
+static int rules_enabled;   /* enabled rules; 0 means "match nothing" */
+static int host_rules;      /* enabled hostname rules */
+static int hosts_resolved;  /* the start-up fallback lookup has run */
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The state file, mapped once per process (inherited by fork children). */
+static struct agile_state_map state_map;
+static int state_tried;     /* opening was attempted (under attach_lock) */
+
+/* Per destination: its slot, published once attached. */
+static struct agile_state_slot *slots[AGILE_RULES_MAX];
+static int slot_shared[AGILE_RULES_MAX];
+
+static void on_config_error(const char *message, void *arg)
+{
+	int *errors = arg;
+
+	(*errors)++;
+	agile__log(agile__strict() ? AGILE_LOG_ERROR : AGILE_LOG_WARN, "%s",
+	           message);
+}
+
+static void load(void)
+{
+	int errors = 0;
+
+	agile__enter();
+	agile__log_init();
+	agile_rules_parse(environ, &rules, on_config_error, &errors);
+	for (int i = 0; i < rules.count; i++) {
+		if (!rules.rule[i].enabled)
+			continue;
+		rules_enabled++;
+		if (rules.rule[i].kind == AGILE_DEST_HOST)
+			host_rules++;
+	}
+	if (errors > 0 && agile__strict()) {
+		agile__log(AGILE_LOG_ERROR, "AGILE_STRICT=1: %d configuration "
+		           "error%s; not starting", errors, errors == 1 ? "" : "s");
+		agile__strict_exit();
+	}
+	if (agile__log_enabled(AGILE_LOG_DEBUG))
+		for (int i = 0; i < rules.count; i++)
+			agile__log(AGILE_LOG_DEBUG, "destination %s: %s%s",
+			           rules.rule[i].name, rules.rule[i].dest_text,
+			           rules.rule[i].enabled ? "" : " (disabled)");
+	agile__leave();
+}
+
+void agile__destinations_load(void)
+{
+	pthread_once(&load_once, load);
+}
+
+int agile__destinations_pace(int dest)
+{
+	return (int)rules.rule[dest].pace;
+}
+
+static void on_resolve_error(const char *message, void *arg)
+{
+	(void)arg;
+	agile__log(AGILE_LOG_WARN, "%s", message);
+}
+
+/* The start-up fallback for hostname rules: resolve the names the program
+ * has not looked up itself, once.  A name that does not resolve counts as
+ * one unreachable call for its destination. */
+static void resolve_hosts_once(void)
+{
+	int failed[AGILE_RULES_MAX];
+	int nfailed = 0;
+
+	pthread_mutex_lock(&learn_lock);
+	if (!hosts_resolved) {
+		hosts_resolved = 1;
+		agile_rules_resolve_hosts(&rules, agile__libc.getaddrinfo,
+		                          on_resolve_error, NULL);
+		for (int i = 0; i < rules.count; i++)
+			if (rules.rule[i].enabled &&
+			    rules.rule[i].kind == AGILE_DEST_HOST &&
+			    rules.rule[i].host_unresolved)
+				failed[nfailed++] = i;
+	}
+	pthread_mutex_unlock(&learn_lock);
+	for (int i = 0; i < nfailed; i++) {
+		struct agile_state_slot *s = agile__destinations_slot(failed[i]);
+
+		agile_rate_unavailable(&s->limiter);
+		agile__add_u64(&s->unreachable, 1);
+	}
+}
+
+int agile__destinations_match(const struct sockaddr *addr, socklen_t len)
+{
+	int rule;
+
+	agile__destinations_load();
+	if (rules_enabled == 0 || addr == NULL)
+		return -1;
+	rule = agile_rules_match(&rules, addr, len);
+	if (rule < 0 && host_rules > 0 &&
+	    !__atomic_load_n(&hosts_resolved, __ATOMIC_ACQUIRE) &&
+	    (addr->sa_family == AF_INET || addr->sa_family == AF_INET6)) {
+		resolve_hosts_once();
+		rule = agile_rules_match(&rules, addr, len);
+	}
+	return rule;
+}
+
+/* Which configured hostname rules `host` names. */
+static int host_rule_mask(const char *host, int *rule_out, int cap)
+{
+	int n = 0;
+
+	for (int i = 0; i < rules.count && n < cap; i++) {
+		const struct agile_rule *r = &rules.rule[i];
+		size_t len = strlen(r->host);
+
+		if (!r->enabled || r->kind != AGILE_DEST_HOST)
+			continue;
+		if (strncasecmp(host, r->host, len) == 0 &&
+		    (host[len] == '\0' || (host[len] == '.' &&
+		                           host[len + 1] == '\0')))
+			rule_out[n++] = i;
+	}
+	return n;
+}
+
+void agile__destinations_learn_addrinfo(const char *host,
+                                        const struct addrinfo *res, int rc)
+{
+	int matched[AGILE_RULES_MAX];
+	int n;
+
+	agile__destinations_load();
+	if (host_rules == 0 || host == NULL)
+		return;
+	n = host_rule_mask(host, matched, AGILE_RULES_MAX);
+	if (n == 0)
+		return;
+	if (rc != 0) {
+		/* A lookup that failed for a configured name: the program will
+		 * not reach its destination this time. */
+		if (rc == EAI_NONAME || rc == EAI_AGAIN || rc == EAI_FAIL
+#ifdef EAI_NODATA
+		    || rc == EAI_NODATA
+#endif
+		   ) {
+			for (int i = 0; i < n; i++) {
+				struct agile_state_slot *s =
+					agile__destinations_slot(matched[i]);
+
+				agile_rate_unavailable(&s->limiter);
+				agile__add_u64(&s->unreachable, 1);
+			}
+		}
+		return;
+	}
+	pthread_mutex_lock(&learn_lock);
+	for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
+		if (ai->ai_addr != NULL && (ai->ai_family == AF_INET ||
+		                            ai->ai_family == AF_INET6))
+			agile_rules_learn(&rules, host, ai->ai_addr,
+			                  ai->ai_addrlen);
+	pthread_mutex_unlock(&learn_lock);
+}
+
+void agile__destinations_learn_hostent(const char *host,
+                                       const struct hostent *he)
+{
+	agile__destinations_load();
+	if (host_rules == 0 || host == NULL || he == NULL)
+		return;
+	pthread_mutex_lock(&learn_lock);
+	for (char **a = he->h_addr_list; a != NULL && *a != NULL; a++) {
+		if (he->h_addrtype == AF_INET) {
+			struct sockaddr_in in = { .sin_family = AF_INET };
+
+			memcpy(&in.sin_addr, *a, sizeof(in.sin_addr));
+			agile_rules_learn(&rules, host, (void *)&in,
+			                  sizeof(in));
+		} else if (he->h_addrtype == AF_INET6) {
+			struct sockaddr_in6 in6 = { .sin6_family = AF_INET6 };
+
+			memcpy(&in6.sin6_addr, *a, sizeof(in6.sin6_addr));
+			agile_rules_learn(&rules, host, (void *)&in6,
+			                  sizeof(in6));
+		}
+	}
+	pthread_mutex_unlock(&learn_lock);
+}
+
+/* Open the state file once; on failure say so once.  Under attach_lock. */
+static void state_open_once(void)
+{
+	char path[4096];
+	char why[160];
+	int rc;
+
+	if (state_tried)
+		return;
+	state_tried = 1;
+	agile_state_path(path, sizeof(path));
+	rc = agile_state_open_rw(path, &state_map, why, sizeof(why));
+	if (rc < 0) {
+		agile__log(agile__strict() ? AGILE_LOG_ERROR : AGILE_LOG_WARN,
+		           "cannot use state file %s: %s; each destination gets "
+		           "a per-process limiter (the budget is not shared "
+		           "between processes)", path, strerror(-rc));
+		if (agile__strict())
+			agile__strict_exit();
+		state_map.header = NULL;
+		return;
+	}
+	if (why[0] != '\0')
+		agile__log(AGILE_LOG_WARN, "state file %s was unusable (%s); "
+		           "replaced it with a fresh one", path, why);
+	else
+		agile__log(AGILE_LOG_INFO, "state file %s mapped", path);
+}
+
+/* A per-process slot, for when the shared one cannot be had. */
+static struct agile_state_slot *private_slot(const struct agile_rule *r,
+                                             int64_t now)
+{
+	struct agile_state_slot *s = mmap(NULL, sizeof(*s),
+	                                  PROT_READ | PROT_WRITE,
+	                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (s == MAP_FAILED) {
+		/* Last resort: static storage, one per rule, never freed. */
+		static struct agile_state_slot fallback[AGILE_RULES_MAX];
+
+		s = &fallback[r - rules.rule];
+	}
+	if (agile_state_slot_init(s, r->name, r->dest_text, r->pace,
+	                          &r->config, now, agile__unix_ns()) < 0) {
+		/* max is validated by the parser (the rule would be
+		 * disabled); a floor-only limiter keeps the promise anyway. */
+		struct agile_config c = { .max_rate = 1 };
+
+		agile_state_slot_init(s, r->name, r->dest_text, r->pace, &c,
+		                      now, agile__unix_ns());
+	}
+	s->state = AGILE_SLOT_READY;
+	return s;
+}
+
+static struct agile_state_slot *attach(int dest)
+{
+	const struct agile_rule *r = &rules.rule[dest];
+	struct agile_state_slot *s = NULL;
+	int64_t now = agile__now_ns();
+	int32_t other = 0;
+	int rc = -ENOENT;
+
+	state_open_once();
+	if (state_map.header != NULL) {
+		rc = agile_state_slot_acquire(&state_map, r->name, r->dest_text,
+		                              r->pace, &r->config, now,
+		                              agile__unix_ns(), &s, &other);
+		if (rc >= 0) {
+			agile_state_slot_attach_pid(s, (int32_t)getpid());
+			slot_shared[dest] = 1;
+			if (rc == AGILE_SLOT_RECONFIGURED)
+				agile__log(AGILE_LOG_INFO, "destination %s: "
+				           "configuration changed; its shared "
+				           "limiter was reset", r->name);
+			return s;
+		}
+		if (rc == -EEXIST)
+			agile__log(AGILE_LOG_WARN, "destination %s: process %d "
+			           "uses it with a different configuration; "
+			           "this process gets its own limiter",
+			           r->name, (int)other);
+		else
+			agile__log(AGILE_LOG_WARN, "destination %s: no slot in "
+			           "the state file (%s); this process gets its "
+			           "own limiter", r->name, strerror(-rc));
+		if (agile__strict())
+			agile__strict_exit();
+	}
+	return private_slot(r, now);
+}
+
+struct agile_state_slot *agile__destinations_slot(int dest)
+{
+	struct agile_state_slot *s = __atomic_load_n(&slots[dest],
+	                                             __ATOMIC_ACQUIRE);
+
+	if (s != NULL)
+		return s;
+	agile__enter();
+	pthread_mutex_lock(&attach_lock);
+	s = slots[dest];
+	if (s == NULL) {
+		s = attach(dest);
+		__atomic_store_n(&slots[dest], s, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&attach_lock);
+	agile__leave();
+	return s;
+}
+
+void agile__destinations_tick(struct agile_state_slot *s, int64_t now_ns)
+{
+	if (agile_rate_tick_if_due(&s->limiter, now_ns))
+		agile_state_slot_append_tick(s, agile__unix_ns());
+}
+
+/* Lock order: learn_lock, then attach_lock.  Taking both before fork means
+ * the child never inherits one held by a thread that does not exist there. */
+void agile__destinations_atfork_prepare(void)
+{
+	pthread_mutex_lock(&learn_lock);
+	pthread_mutex_lock(&attach_lock);
+}
+
+void agile__destinations_atfork_parent(void)
+{
+	pthread_mutex_unlock(&attach_lock);
+	pthread_mutex_unlock(&learn_lock);
+}
+
+void agile__destinations_atfork_child(void)
+{
+	int32_t pid = (int32_t)getpid();
+
+	pthread_mutex_unlock(&attach_lock);
+	pthread_mutex_unlock(&learn_lock);
+	/* The mapping is inherited; the child is a new live process of every
+	 * shared destination its parent had attached. */
+	for (int i = 0; i < AGILE_RULES_MAX; i++)
+		if (slots[i] != NULL && slot_shared[i])
+			agile_state_slot_attach_pid(slots[i], pid);
+}

@@ -1,0 +1,49 @@
+/*
+ * destinations.h - the configured destinations at run time: the rules read
+ * from AGILE_DEST_* at first use, which one a socket address matches, and
+ * each destination's limiter, attached lazily to its slot in the state file
+ * (or to a per-process fallback when the file cannot be used).
+ */
+#ifndef AGILE_PRELOAD_DESTINATIONS_H
+#define AGILE_PRELOAD_DESTINATIONS_H
+
+#include <netdb.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "rules.h"
+#include "state.h"
+
+/* Parse AGILE_DEST_* from the environment once (idempotent, thread-safe).
+ * Configuration errors are logged; under AGILE_STRICT=1 they exit 2. */
+void agile__destinations_load(void);
+
+/* The rule index `addr` matches, or -1.  Loads the rules on first use, and
+ * resolves configured hostnames the program has not looked up itself when
+ * nothing else matched. */
+int agile__destinations_match(const struct sockaddr *addr, socklen_t len);
+
+/* enum agile_pace of rule `dest`. */
+int agile__destinations_pace(int dest);
+
+/* The slot holding destination `dest`'s limiter, attaching on first use.
+ * Never NULL: when the state file cannot be used, a per-process slot. */
+struct agile_state_slot *agile__destinations_slot(int dest);
+
+/* Feed the addresses a program's own name lookup returned to the hostname
+ * rules; a failed lookup of a configured hostname counts as unreachable. */
+void agile__destinations_learn_addrinfo(const char *host,
+                                        const struct addrinfo *res, int rc);
+void agile__destinations_learn_hostent(const char *host,
+                                       const struct hostent *he);
+
+/* Run the destination's control step if it is due, and append the tick to
+ * its history when this process won it.  Call after every event. */
+void agile__destinations_tick(struct agile_state_slot *s, int64_t now_ns);
+
+/* fork handlers (see process.c). */
+void agile__destinations_atfork_prepare(void);
+void agile__destinations_atfork_parent(void);
+void agile__destinations_atfork_child(void);
+
+#endif /* AGILE_PRELOAD_DESTINATIONS_H */

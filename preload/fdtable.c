@@ -1,0 +1,103 @@
+/*
+ * fdtable.c - the per-descriptor table (see fdtable.h).
+ */
+#include "config.h"
+
+#include <stdbool.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "fdtable.h"
+#include "log.h"
+
+struct agile_fd *agile__fd_table;
+size_t agile__fd_table_size;
+
+/* A million entries (24 MiB of address space, untouched until used) covers
+ * the hard limit of every common distribution; beyond it fds stay
+ * untracked rather than costing more address space. */
+#define FD_TABLE_CAP ((size_t)1 << 20)
+#define FD_TABLE_MIN ((size_t)1 << 16)
+
+static size_t table_size_from_limit(void)
+{
+	struct rlimit lim;
+	size_t n = FD_TABLE_MIN;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+		if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max > n)
+			n = (size_t)lim.rlim_max;
+		else if (lim.rlim_max == RLIM_INFINITY)
+			n = FD_TABLE_CAP;
+		if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur > n)
+			n = (size_t)lim.rlim_cur;
+	}
+	return n > FD_TABLE_CAP ? FD_TABLE_CAP : n;
+}
+
+static struct agile_fd *table_map(void)
+{
+	struct agile_fd *table = __atomic_load_n(&agile__fd_table,
+	                                         __ATOMIC_ACQUIRE);
+	struct agile_fd *fresh, *expected = NULL;
+	size_t n;
+
+	if (table != NULL)
+		return table;
+	n = table_size_from_limit();
+	fresh = mmap(NULL, n * sizeof(*fresh), PROT_READ | PROT_WRITE,
+	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (fresh == MAP_FAILED) {
+		agile__log(AGILE_LOG_WARN, "cannot map the descriptor table "
+		           "(%zu entries): %m; sockets stay unthrottled", n);
+		return NULL;
+	}
+	/* The size is published before the pointer, so a reader that sees the
+	 * pointer (acquire) sees a size that matches it. */
+	__atomic_store_n(&agile__fd_table_size, n, __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&agile__fd_table, &expected, fresh,
+	                                 false, __ATOMIC_ACQ_REL,
+	                                 __ATOMIC_ACQUIRE)) {
+		/* Another thread won; the size it stored is the same. */
+		munmap(fresh, n * sizeof(*fresh));
+		return expected;
+	}
+	return fresh;
+}
+
+struct agile_fd *agile__fd_entry(int fd)
+{
+	struct agile_fd *table = table_map();
+
+	if (table == NULL || fd < 0 || (size_t)fd >= agile__fd_table_size)
+		return NULL;
+	return &table[fd];
+}
+
+void agile__fd_untrack(int fd)
+{
+	struct agile_fd *table = __atomic_load_n(&agile__fd_table,
+	                                         __ATOMIC_ACQUIRE);
+
+	if (table == NULL || fd < 0 || (size_t)fd >= agile__fd_table_size)
+		return;
+	__atomic_store_n(&table[fd].tracked, 0, __ATOMIC_RELEASE);
+}
+
+void agile__fd_untrack_range(unsigned int first, unsigned int last)
+{
+	struct agile_fd *table = __atomic_load_n(&agile__fd_table,
+	                                         __ATOMIC_ACQUIRE);
+
+	if (table == NULL || first >= agile__fd_table_size)
+		return;
+	if (last >= agile__fd_table_size)
+		last = (unsigned int)agile__fd_table_size - 1;
+	for (size_t fd = first; fd <= last; fd++) {
+		/* Reading first keeps untouched pages of the table unmapped. */
+		if (__atomic_load_n(&table[fd].tracked, __ATOMIC_RELAXED))
+			__atomic_store_n(&table[fd].tracked, 0,
+			                 __ATOMIC_RELEASE);
+	}
+}

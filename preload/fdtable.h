@@ -1,0 +1,84 @@
+/*
+ * fdtable.h - per-descriptor state of the sockets the preload tracks.
+ *
+ * One entry per possible fd number, indexed directly: the question every
+ * hook asks first ("is this fd a matched socket?") is one array load.  An
+ * fd that is not a matched socket (a file, a pipe, an unmatched socket) has
+ * tracked == 0 and its hook goes straight to libc.
+ *
+ * The table is sized from RLIMIT_NOFILE and mapped lazily, at the first
+ * matched connect(), with MAP_NORESERVE: only the pages holding tracked
+ * fds are ever touched.  A process that never connects to a configured
+ * destination never allocates it.  An fd beyond the table (the program
+ * raised its limit past the hard limit seen at start-up) is left untracked.
+ *
+ * Entries are read and written with relaxed atomics: the usual owner of a
+ * socket is one thread, but a reader thread and a writer thread may share
+ * one, and the fields that hand a value from one to the other (the grant,
+ * the request start) are claimed with an atomic exchange so each is used
+ * exactly once.
+ */
+#ifndef AGILE_PRELOAD_FDTABLE_H
+#define AGILE_PRELOAD_FDTABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Where the socket's connection is. */
+enum agile_fd_phase {
+	AGILE_FD_CONNECTING = 0, /* connect() started, result not yet known */
+	AGILE_FD_CONNECTED,      /* connected, or data moved */
+	AGILE_FD_FAILED          /* the connect failed; a new connect() on the
+	                            socket is a new attempt */
+};
+
+/* Where the socket's current request is. */
+enum agile_fd_request {
+	AGILE_REQ_GRANTED = 0, /* a grant is held for the next request; its
+	                          planned time is in grant_ns until waited for */
+	AGILE_REQ_IN_FLIGHT,   /* sent, no response byte read yet */
+	AGILE_REQ_NEEDS_GRANT, /* pace=request: answered; the next send takes
+	                          a new grant */
+	AGILE_REQ_FREE         /* pace=connect: answered; the next send starts a
+	                          request without a grant */
+};
+
+#define AGILE_FD_UNREACHABLE_COUNTED 0x1 /* unavailable recorded once */
+
+struct agile_fd {
+	uint8_t tracked;          /* 1: a matched stream socket */
+	uint8_t phase;            /* enum agile_fd_phase */
+	uint8_t request;          /* enum agile_fd_request */
+	uint8_t flags;            /* AGILE_FD_* */
+	int32_t dest;             /* rule index of the destination */
+	int64_t grant_ns;         /* planned time of an unwaited grant, 0 none */
+	int64_t request_start_ns; /* when the request in flight was sent */
+};
+
+extern struct agile_fd *agile__fd_table;
+extern size_t agile__fd_table_size;
+
+/* The entry of a tracked fd, or NULL: the fast path of every hook. */
+static inline struct agile_fd *agile__fd_lookup(int fd)
+{
+	struct agile_fd *table = __atomic_load_n(&agile__fd_table,
+	                                         __ATOMIC_ACQUIRE);
+
+	if (table == NULL || fd < 0 || (size_t)fd >= agile__fd_table_size)
+		return NULL;
+	if (!__atomic_load_n(&table[fd].tracked, __ATOMIC_RELAXED))
+		return NULL;
+	return &table[fd];
+}
+
+/* The entry for `fd`, mapping the table on first use; NULL when the table
+ * cannot be mapped or fd is beyond it. */
+struct agile_fd *agile__fd_entry(int fd);
+
+/* Forget `fd` (closed, or reconnected elsewhere). */
+void agile__fd_untrack(int fd);
+
+/* Forget every tracked fd in [first, last] (close_range, closefrom). */
+void agile__fd_untrack_range(unsigned int first, unsigned int last);
+
+#endif /* AGILE_PRELOAD_FDTABLE_H */

@@ -1,0 +1,232 @@
+/*
+ * hooks_io.c - the data hooks: send, sendto, sendmsg, sendmmsg, write,
+ * writev; recv, recvfrom, recvmsg, recvmmsg, read, readv; and the fortified
+ * __read_chk, __recv_chk, __recvfrom_chk that _FORTIFY_SOURCE builds call
+ * instead of the plain names.
+ *
+ * Every hook has the same shape: the fast path for untracked fds, else
+ * track (before), call libc, track (after) with the call's result and
+ * errno.  Each exported function is a one-line forwarder to a static one.
+ */
+#undef _FORTIFY_SOURCE
+#include "config.h"
+
+#include <errno.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "hooks.h"
+#include "track.h"
+
+/* Run `call` (an expression) as a send on fd; evaluates to its result. */
+#define SEND_LIKE(type, fd, call) do { \
+	struct agile_fd *t_ = agile__hook_tracked(fd); \
+	int64_t start_; \
+	type r_; \
+	if (t_ == NULL) \
+		return call; \
+	start_ = agile__track_before_send(t_); \
+	r_ = call; \
+	agile__track_after_send(t_, (ssize_t)r_, errno, start_); \
+	return r_; \
+} while (0)
+
+/* Same for a receive that asked for `asked` bytes. */
+#define RECV_LIKE(type, fd, asked, call) do { \
+	struct agile_fd *t_ = agile__hook_tracked(fd); \
+	type r_; \
+	if (t_ == NULL) \
+		return call; \
+	r_ = call; \
+	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked)); \
+	return r_; \
+} while (0)
+
+static size_t iov_total(const struct iovec *iov, int count)
+{
+	size_t n = 0;
+
+	for (int i = 0; iov != NULL && i < count; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+static ssize_t hook_send(int fd, const void *buf, size_t len, int flags)
+{
+	SEND_LIKE(ssize_t, fd, agile__libc.send(fd, buf, len, flags));
+}
+
+static ssize_t hook_sendto(int fd, const void *buf, size_t len, int flags,
+                           const struct sockaddr *addr, socklen_t addrlen)
+{
+	SEND_LIKE(ssize_t, fd,
+	          agile__libc.sendto(fd, buf, len, flags, addr, addrlen));
+}
+
+static ssize_t hook_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	SEND_LIKE(ssize_t, fd, agile__libc.sendmsg(fd, msg, flags));
+}
+
+static int hook_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n,
+                         int flags)
+{
+	SEND_LIKE(int, fd, agile__libc.sendmmsg(fd, vec, n, flags));
+}
+
+static ssize_t hook_write(int fd, const void *buf, size_t len)
+{
+	SEND_LIKE(ssize_t, fd, agile__libc.write(fd, buf, len));
+}
+
+static ssize_t hook_writev(int fd, const struct iovec *iov, int count)
+{
+	SEND_LIKE(ssize_t, fd, agile__libc.writev(fd, iov, count));
+}
+
+static ssize_t hook_recv(int fd, void *buf, size_t len, int flags)
+{
+	RECV_LIKE(ssize_t, fd, len, agile__libc.recv(fd, buf, len, flags));
+}
+
+static ssize_t hook_recvfrom(int fd, void *buf, size_t len, int flags,
+                             struct sockaddr *addr, socklen_t *addrlen)
+{
+	RECV_LIKE(ssize_t, fd, len,
+	          agile__libc.recvfrom(fd, buf, len, flags, addr, addrlen));
+}
+
+static ssize_t hook_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	RECV_LIKE(ssize_t, fd, msg ? iov_total(msg->msg_iov,
+	                                       (int)msg->msg_iovlen) : 0,
+	          agile__libc.recvmsg(fd, msg, flags));
+}
+
+static int hook_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n,
+                         int flags, struct timespec *timeout)
+{
+	RECV_LIKE(int, fd, (size_t)n,
+	          agile__libc.recvmmsg(fd, vec, n, flags, timeout));
+}
+
+static ssize_t hook_read(int fd, void *buf, size_t len)
+{
+	RECV_LIKE(ssize_t, fd, len, agile__libc.read(fd, buf, len));
+}
+
+static ssize_t hook_readv(int fd, const struct iovec *iov, int count)
+{
+	RECV_LIKE(ssize_t, fd, iov_total(iov, count),
+	          agile__libc.readv(fd, iov, count));
+}
+
+static ssize_t hook_read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	RECV_LIKE(ssize_t, fd, len, agile__libc.read_chk(fd, buf, len, buflen));
+}
+
+static ssize_t hook_recv_chk(int fd, void *buf, size_t len, size_t buflen,
+                             int flags)
+{
+	RECV_LIKE(ssize_t, fd, len,
+	          agile__libc.recv_chk(fd, buf, len, buflen, flags));
+}
+
+static ssize_t hook_recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
+                                 int flags, struct sockaddr *addr,
+                                 socklen_t *addrlen)
+{
+	RECV_LIKE(ssize_t, fd, len,
+	          agile__libc.recvfrom_chk(fd, buf, len, buflen, flags, addr,
+	                                   addrlen));
+}
+
+AGILE_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	return hook_send(fd, buf, len, flags);
+}
+
+AGILE_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+                            const struct sockaddr *addr, socklen_t addrlen)
+{
+	return hook_sendto(fd, buf, len, flags, addr, addrlen);
+}
+
+AGILE_EXPORT ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	return hook_sendmsg(fd, msg, flags);
+}
+
+AGILE_EXPORT int sendmmsg(int fd, struct mmsghdr *vec, unsigned int n,
+                          int flags)
+{
+	return hook_sendmmsg(fd, vec, n, flags);
+}
+
+AGILE_EXPORT ssize_t write(int fd, const void *buf, size_t len)
+{
+	return hook_write(fd, buf, len);
+}
+
+AGILE_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count)
+{
+	return hook_writev(fd, iov, count);
+}
+
+AGILE_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	return hook_recv(fd, buf, len, flags);
+}
+
+AGILE_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags,
+                              struct sockaddr *addr, socklen_t *addrlen)
+{
+	return hook_recvfrom(fd, buf, len, flags, addr, addrlen);
+}
+
+AGILE_EXPORT ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	return hook_recvmsg(fd, msg, flags);
+}
+
+AGILE_EXPORT int recvmmsg(int fd, struct mmsghdr *vec, unsigned int n,
+                          int flags, struct timespec *timeout)
+{
+	return hook_recvmmsg(fd, vec, n, flags, timeout);
+}
+
+AGILE_EXPORT ssize_t read(int fd, void *buf, size_t len)
+{
+	return hook_read(fd, buf, len);
+}
+
+AGILE_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count)
+{
+	return hook_readv(fd, iov, count);
+}
+
+/* The fortified variants have no prototypes outside the fortify headers. */
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+                       struct sockaddr *addr, socklen_t *addrlen);
+
+AGILE_EXPORT ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	return hook_read_chk(fd, buf, len, buflen);
+}
+
+AGILE_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen,
+                                int flags)
+{
+	return hook_recv_chk(fd, buf, len, buflen, flags);
+}
+
+AGILE_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t len,
+                                    size_t buflen, int flags,
+                                    struct sockaddr *addr, socklen_t *addrlen)
+{
+	return hook_recvfrom_chk(fd, buf, len, buflen, flags, addr, addrlen);
+}

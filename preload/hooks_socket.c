@@ -1,0 +1,217 @@
+/*
+ * hooks_socket.c - the hooks that create, inspect, duplicate and end a
+ * socket's life: connect, getsockopt, shutdown, close, close_range,
+ * closefrom, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC).
+ *
+ * Each exported function is a one-line forwarder to a static one holding
+ * the logic; the exported set is fixed by preload.map.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hooks.h"
+#include "track.h"
+
+static int hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	agile__bind();
+	if (agile__busy || agile__disabled)
+		return agile__libc.connect(fd, addr, len);
+	return agile__track_connect(fd, addr, len);
+}
+
+static int hook_getsockopt(int fd, int level, int name, void *value,
+                           socklen_t *len)
+{
+	struct agile_fd *t = agile__hook_tracked(fd);
+	int rc = agile__libc.getsockopt(fd, level, name, value, len);
+
+	/* A non-blocking connect's result, read the way poll-driven clients
+	 * (curl, libuv) read it. */
+	if (t != NULL && rc == 0 && level == SOL_SOCKET && name == SO_ERROR &&
+	    value != NULL && len != NULL && *len >= sizeof(int))
+		agile__track_so_error(t, *(int *)value);
+	return rc;
+}
+
+static int hook_shutdown(int fd, int how)
+{
+	struct agile_fd *t = agile__hook_tracked(fd);
+
+	if (t != NULL)
+		agile__track_shutdown(t, how);
+	return agile__libc.shutdown(fd, how);
+}
+
+static int hook_close(int fd)
+{
+	struct agile_fd *t = agile__hook_tracked(fd);
+
+	if (t != NULL)
+		agile__track_close(fd, t);
+	return agile__libc.close(fd);
+}
+
+static int hook_close_range(unsigned int first, unsigned int last, int flags)
+{
+	int rc;
+
+	agile__bind();
+	if (agile__libc.close_range == NULL)
+		rc = (int)syscall(SYS_close_range, first, last, flags);
+	else
+		rc = agile__libc.close_range(first, last, flags);
+	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
+		int saved = errno;
+
+		agile__fd_untrack_range(first, last);
+		errno = saved;
+	}
+	return rc;
+}
+
+static void hook_closefrom(int lowfd)
+{
+	agile__bind();
+	if (lowfd < 0)
+		lowfd = 0;
+	/* Forget first: closefrom cannot fail in a way that keeps fds. */
+	agile__fd_untrack_range((unsigned int)lowfd, ~0U);
+	if (agile__libc.closefrom != NULL)
+		agile__libc.closefrom(lowfd);
+	else
+		(void)syscall(SYS_close_range, lowfd, ~0U, 0);
+}
+
+/* After a successful duplication onto newfd, which may have been a tracked
+ * socket that the call closed implicitly. */
+static void duplicated(int oldfd, int newfd, struct agile_fd *replaced)
+{
+	if (replaced != NULL && newfd != oldfd)
+		agile__track_close(newfd, replaced);
+	if (agile__hook_tracked(oldfd) != NULL)
+		agile__track_dup(oldfd, newfd);
+}
+
+static int hook_dup(int fd)
+{
+	struct agile_fd *t = agile__hook_tracked(fd);
+	int rc = agile__libc.dup(fd);
+
+	if (t != NULL && rc >= 0)
+		duplicated(fd, rc, NULL);
+	return rc;
+}
+
+static int hook_dup2(int oldfd, int newfd)
+{
+	struct agile_fd *replaced = agile__hook_tracked(newfd);
+	int rc = agile__libc.dup2(oldfd, newfd);
+
+	if (rc >= 0)
+		duplicated(oldfd, newfd, replaced);
+	return rc;
+}
+
+static int hook_dup3(int oldfd, int newfd, int flags)
+{
+	struct agile_fd *replaced = agile__hook_tracked(newfd);
+	int rc = agile__libc.dup3(oldfd, newfd, flags);
+
+	if (rc >= 0)
+		duplicated(oldfd, newfd, replaced);
+	return rc;
+}
+
+/* fcntl's third argument is an int, a long or a pointer depending on the
+ * command; passing it on as an unsigned long is what every libc wrapper of
+ * fcntl does on the ABIs we build for. */
+static int hook_fcntl(int (*real)(int, int, ...), int fd, int cmd,
+                      unsigned long arg)
+{
+	struct agile_fd *t;
+	int rc;
+
+	if (cmd != F_DUPFD && cmd != F_DUPFD_CLOEXEC)
+		return real(fd, cmd, arg);
+	t = agile__hook_tracked(fd);
+	rc = real(fd, cmd, arg);
+	if (t != NULL && rc >= 0)
+		duplicated(fd, rc, NULL);
+	return rc;
+}
+
+AGILE_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	return hook_connect(fd, addr, len);
+}
+
+AGILE_EXPORT int getsockopt(int fd, int level, int name, void *value,
+                            socklen_t *len)
+{
+	return hook_getsockopt(fd, level, name, value, len);
+}
+
+AGILE_EXPORT int shutdown(int fd, int how)
+{
+	return hook_shutdown(fd, how);
+}
+
+AGILE_EXPORT int close(int fd)
+{
+	return hook_close(fd);
+}
+
+AGILE_EXPORT int close_range(unsigned int first, unsigned int last, int flags)
+{
+	return hook_close_range(first, last, flags);
+}
+
+AGILE_EXPORT void closefrom(int lowfd)
+{
+	hook_closefrom(lowfd);
+}
+
+AGILE_EXPORT int dup(int fd)
+{
+	return hook_dup(fd);
+}
+
+AGILE_EXPORT int dup2(int oldfd, int newfd)
+{
+	return hook_dup2(oldfd, newfd);
+}
+
+AGILE_EXPORT int dup3(int oldfd, int newfd, int flags)
+{
+	return hook_dup3(oldfd, newfd, flags);
+}
+
+AGILE_EXPORT int fcntl(int fd, int cmd, ...)
+{
+	va_list ap;
+	unsigned long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, unsigned long);
+	va_end(ap);
+	agile__bind();
+	return hook_fcntl(agile__libc.fcntl, fd, cmd, arg);
+}
+
+AGILE_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+	va_list ap;
+	unsigned long arg;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, unsigned long);
+	va_end(ap);
+	agile__bind();
+	return hook_fcntl(agile__libc.fcntl64, fd, cmd, arg);
+}

@@ -1,0 +1,75 @@
+/*
+ * process.c - the preload's per-process life cycle (see process.h).
+ *
+ * The constructor does as little as possible, because LD_PRELOAD is
+ * inherited by every child of the program: it checks AT_SECURE and reads
+ * AGILE_STRICT, and only under AGILE_STRICT=1 parses the configuration
+ * early, so that a configuration error stops the program before main()
+ * runs.  Everything else is bound and loaded at first use.
+ */
+#include "config.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "destinations.h"
+#include "process.h"
+#include "symbols.h"
+
+static int strict_mode = -1;
+
+bool agile__strict(void)
+{
+	if (strict_mode < 0) {
+		const char *v = getenv("AGILE_STRICT");
+
+		strict_mode = v != NULL && strcmp(v, "1") == 0;
+	}
+	return strict_mode == 1;
+}
+
+void agile__strict_exit(void)
+{
+	/* _exit: the host's atexit handlers must not run in a process the
+	 * preload stops from inside one of its calls. */
+	_exit(2);
+}
+
+static void atfork_prepare(void)
+{
+	agile__destinations_atfork_prepare();
+}
+
+static void atfork_parent(void)
+{
+	agile__destinations_atfork_parent();
+}
+
+static void atfork_child(void)
+{
+	agile__destinations_atfork_child();
+}
+
+void agile__process_register_atfork(void)
+{
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+}
+
+__attribute__((constructor)) static void agile_preload_start(void)
+{
+	/* A setuid or setgid program runs with privileges the user does not
+	 * have; the preload does not touch it (the dynamic loader already
+	 * ignores LD_PRELOAD paths with slashes there, but a library in the
+	 * system path would still load). */
+	if (getauxval(AT_SECURE) != 0) {
+		__atomic_store_n(&agile__disabled, 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (agile__strict()) {
+		agile__bind();
+		agile__destinations_load();
+	}
+}

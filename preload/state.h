@@ -1,0 +1,226 @@
+/*
+ * state.h - the state file: one budget per destination, shared by every
+ * process that uses it.
+ *
+ * The file is a fixed-size array of fixed-size records, memory-mapped
+ * MAP_SHARED by every process that talks to a configured destination.  Each
+ * destination's whole limiter (bucket, histogram, controller, counters)
+ * lives in its slot, so threads, fork children and unrelated programs share
+ * one bucket and one controller.  The struct agile_rate_limiter is
+ * pointer-free and updated with lock-free atomics (see agile.h), so a
+ * process killed at any instant leaves nothing locked.
+ *
+ * The layout is a contract between the preload and agilestat (and between
+ * two builds of the preload): every field is fixed-width, every offset below
+ * is asserted by tests/preload/check_state_layout.c, and the header records
+ * the sizes a reader must agree with.  A file whose header disagrees —
+ * another version, a different limiter size, truncated, garbage, or written
+ * in an earlier boot (its monotonic timestamps would be meaningless) — is
+ * never trusted: the preload renames a fresh file into its place.
+ *
+ * Default path: /dev/shm/agilepreload-<uid>.state (one file per user, mode
+ * 0600), or the path in AGILE_STATE.
+ *
+ *   offset  size   header (256 bytes)
+ *        0     8   magic "AGILEST1"
+ *        8     4   version (AGILE_STATE_VERSION)
+ *       12     4   header_size (256)
+ *       16     4   slot_size
+ *       20     4   slot_count (64)
+ *       24     4   ring_len (120)
+ *       28     4   pids_max (16)
+ *       32     8   file_size
+ *       40     8   limiter_size: sizeof(struct agile_rate_limiter)
+ *       48     8   limiter_offset: where it sits in a slot (8064)
+ *       56     8   created_unix_ns
+ *       64    40   boot_id: /proc/sys/kernel/random/boot_id, NUL-padded
+ *      104     8   ready: AGILE_STATE_READY once fully written
+ *      112   144   reserved, zero
+ *
+ *   slot i at header_size + i * slot_size:
+ *        0     8   state: FREE 0, READY 1, or (pid << 8 | INIT) while a
+ *                  process initialises it; CAS-claimed, never locked
+ *        8     8   config_hash of the resolved configuration + dest + pace
+ *       16    48   name, NUL-terminated
+ *       64   128   dest text, NUL-terminated
+ *      192     4   pace (enum agile_pace)
+ *      196     4   reserved
+ *      200     8   connects: connections paced
+ *      208     8   unreachable: refused/unreachable connects, DNS failures
+ *      216     8   truncated: requests cut short by close/shutdown/EOF
+ *      224     8   truncated_at_tick: truncated when the last tick ran
+ *      232     8   ring_count: ticks appended ever (next = ring_count % 120)
+ *      240     8   created_unix_ns
+ *      248     8   last_tick_unix_ns
+ *      256    64   pids[16]: processes attached (0 = empty)
+ *      320  7680   ring[120] of struct agile_state_tick (64 bytes each)
+ *     8000    64   reserved
+ *     8064     -   struct agile_rate_limiter, then padding to 64 bytes
+ */
+#ifndef AGILE_PRELOAD_STATE_H
+#define AGILE_PRELOAD_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agile.h"
+
+#define AGILE_STATE_MAGIC "AGILEST1"
+#define AGILE_STATE_VERSION 1
+#define AGILE_STATE_SLOTS 64
+#define AGILE_STATE_RING 120
+#define AGILE_STATE_PIDS 16
+#define AGILE_STATE_NAME_MAX 48
+#define AGILE_STATE_DEST_MAX 128
+#define AGILE_STATE_BOOT_ID_MAX 40
+#define AGILE_STATE_READY UINT64_C(0x5245414459) /* "READY" */
+#define AGILE_STATE_DEFAULT_DIR "/dev/shm"
+
+/* Slot state word values. */
+#define AGILE_SLOT_FREE UINT64_C(0)
+#define AGILE_SLOT_READY UINT64_C(1)
+#define AGILE_SLOT_INIT UINT64_C(2) /* low byte; the pid is above it */
+#define AGILE_SLOT_INIT_PID(state) ((int32_t)((state) >> 8))
+
+struct agile_state_header {
+	char magic[8];
+	uint32_t version;
+	uint32_t header_size;
+	uint32_t slot_size;
+	uint32_t slot_count;
+	uint32_t ring_len;
+	uint32_t pids_max;
+	uint64_t file_size;
+	uint64_t limiter_size;
+	uint64_t limiter_offset;
+	int64_t created_unix_ns;
+	char boot_id[AGILE_STATE_BOOT_ID_MAX];
+	uint64_t ready;
+	uint8_t reserved[144];
+};
+
+/* One control step, appended by the process that won it. */
+struct agile_state_tick {
+	int64_t unix_ns;      /* when the step ran (wall clock) */
+	double rate;          /* target after the step, req/s */
+	double used;          /* req/s granted during the tick */
+	int64_t p50_ns;       /* the tick's round-trip quantiles */
+	int64_t p99_ns;
+	uint64_t samples;     /* samples the tick saw */
+	uint64_t unreachable; /* unreachable calls the tick saw */
+	uint64_t truncated;   /* truncated requests during the tick */
+};
+
+struct agile_state_slot {
+	uint64_t state;
+	uint64_t config_hash;
+	char name[AGILE_STATE_NAME_MAX];
+	char dest[AGILE_STATE_DEST_MAX];
+	uint32_t pace;
+	uint32_t reserved0;
+	uint64_t connects;
+	uint64_t unreachable;
+	uint64_t truncated;
+	uint64_t truncated_at_tick;
+	uint64_t ring_count;
+	int64_t created_unix_ns;
+	int64_t last_tick_unix_ns;
+	int32_t pids[AGILE_STATE_PIDS];
+	struct agile_state_tick ring[AGILE_STATE_RING];
+	uint8_t reserved1[64];
+	struct agile_rate_limiter limiter __attribute__((aligned(64)));
+} __attribute__((aligned(64)));
+
+#define AGILE_STATE_SIZE \
+	(sizeof(struct agile_state_header) + \
+	 AGILE_STATE_SLOTS * sizeof(struct agile_state_slot))
+
+/* A mapped state file. */
+struct agile_state_map {
+	struct agile_state_header *header; /* NULL when not mapped */
+	size_t size;
+	bool writable;
+};
+
+/* Slot i of a mapped file. */
+static inline struct agile_state_slot *
+agile_state_slot(const struct agile_state_map *m, unsigned int i)
+{
+	return (struct agile_state_slot *)((char *)m->header +
+	                                   m->header->header_size +
+	                                   (size_t)i * m->header->slot_size);
+}
+
+/* AGILE_STATE, or the default path for this user.  Returns the length
+ * (snprintf style). */
+size_t agile_state_path(char *buf, size_t len);
+
+/*
+ * Check a mapping of `size` bytes against this build's layout.  Returns 0,
+ * or -EINVAL with a one-phrase reason in `why` ("bad magic", "version 2, this
+ * build reads 1", "written before the last reboot", ...).
+ */
+int agile_state_check(const void *map, size_t size, char *why, size_t why_len);
+
+/*
+ * Map the state file read-write for the preload, creating it when absent and
+ * replacing it when agile_state_check rejects it.  The descriptor is closed
+ * before returning.  *replaced_why is set to the reason when a file was
+ * replaced ("" otherwise).  Returns 0 or -errno (EACCES, ENOSPC, EPERM for a
+ * file owned by another user, ...).
+ */
+int agile_state_open_rw(const char *path, struct agile_state_map *out,
+                        char *replaced_why, size_t why_len);
+
+/* Map an existing state file read-only (agilestat).  -ENOENT when absent,
+ * -EINVAL with `why` when rejected. */
+int agile_state_open_ro(const char *path, struct agile_state_map *out,
+                        char *why, size_t why_len);
+
+void agile_state_close(struct agile_state_map *m);
+
+/* The hash that identifies one destination's configuration. */
+uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
+                                 const char *dest, uint32_t pace);
+
+/* Result of agile_state_slot_acquire. */
+enum agile_slot_result {
+	AGILE_SLOT_ATTACHED = 0, /* found the destination's slot */
+	AGILE_SLOT_CREATED,      /* claimed a free slot and initialised it */
+	AGILE_SLOT_RECONFIGURED  /* re-initialised: its configuration changed
+	                            and no other live process used it */
+};
+
+/*
+ * Find the slot named `name`, or claim and initialise one, with a CAS on its
+ * state word.  Returns an enum agile_slot_result, or -ENOSPC (every slot
+ * taken), -EBUSY (another process is initialising it and has not finished in
+ * a reasonable time), -EEXIST (a live process uses it with a different
+ * configuration; *other_pid says which), -EINVAL (the config cannot be
+ * resolved).
+ */
+int agile_state_slot_acquire(const struct agile_state_map *m,
+                             const char *name, const char *dest,
+                             uint32_t pace, const struct agile_config *config,
+                             int64_t now_ns, int64_t now_unix_ns,
+                             struct agile_state_slot **out, int32_t *other_pid);
+
+/* Initialise a slot outside any file (the per-process fallback). */
+int agile_state_slot_init(struct agile_state_slot *s, const char *name,
+                          const char *dest, uint32_t pace,
+                          const struct agile_config *config, int64_t now_ns,
+                          int64_t now_unix_ns);
+
+/* Record `pid` among the slot's attached processes (replacing a dead one). */
+void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid);
+
+/* Number of attached processes still alive; their pids into `pids`. */
+int agile_state_slot_live_pids(const struct agile_state_slot *s,
+                               int32_t *pids, int cap);
+
+/* Append one tick to the history ring (only the tick winner calls it). */
+void agile_state_slot_append_tick(struct agile_state_slot *s,
+                                  int64_t now_unix_ns);
+
+#endif /* AGILE_PRELOAD_STATE_H */

@@ -1,0 +1,70 @@
+/*
+ * symbols.c - bind the real libc symbols once (see symbols.h).
+ *
+ * Binding is lazy: the first hook that runs, in whatever thread, fills the
+ * table through pthread_once.  A constructor is not enough on its own,
+ * because another library's constructor may call read() or close() before
+ * ours runs.  A symbol the C library lacks stays NULL and its hook falls back
+ * as documented there.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+
+#include "symbols.h"
+#include "process.h"
+
+struct agile_libc agile__libc;
+int agile__bound;
+int agile__disabled;
+__thread int agile__busy __attribute__((tls_model("initial-exec")));
+
+static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
+
+#define BIND(field, name) \
+	(*(void **)&agile__libc.field = dlsym(RTLD_NEXT, name))
+
+static void bind_all(void)
+{
+	agile__enter();
+	BIND(connect, "connect");
+	BIND(send, "send");
+	BIND(sendto, "sendto");
+	BIND(sendmsg, "sendmsg");
+	BIND(sendmmsg, "sendmmsg");
+	BIND(write, "write");
+	BIND(writev, "writev");
+	BIND(recv, "recv");
+	BIND(recvfrom, "recvfrom");
+	BIND(recvmsg, "recvmsg");
+	BIND(recvmmsg, "recvmmsg");
+	BIND(read, "read");
+	BIND(readv, "readv");
+	BIND(read_chk, "__read_chk");
+	BIND(recv_chk, "__recv_chk");
+	BIND(recvfrom_chk, "__recvfrom_chk");
+	BIND(close, "close");
+	BIND(close_range, "close_range");
+	BIND(closefrom, "closefrom");
+	BIND(shutdown, "shutdown");
+	BIND(dup, "dup");
+	BIND(dup2, "dup2");
+	BIND(dup3, "dup3");
+	BIND(fcntl, "fcntl");
+	BIND(fcntl64, "fcntl64");
+	BIND(getsockopt, "getsockopt");
+	BIND(getaddrinfo, "getaddrinfo");
+	BIND(gethostbyname, "gethostbyname");
+	/* A program without fcntl64 in its libc still calls fcntl. */
+	if (agile__libc.fcntl64 == NULL)
+		agile__libc.fcntl64 = agile__libc.fcntl;
+	agile__process_register_atfork();
+	__atomic_store_n(&agile__bound, 1, __ATOMIC_RELEASE);
+	agile__leave();
+}
+
+void agile__bind_slow(void)
+{
+	pthread_once(&bind_once, bind_all);
+}

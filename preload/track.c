@@ -1,0 +1,373 @@
+/*
+ * track.c - pacing, samples and classification on matched sockets (the
+ * state machine is described in track.h).
+ *
+ * Concurrency: the fields that pass a value from one call to another (the
+ * grant's planned time, the request's start) are claimed with an atomic
+ * exchange, so with a reader and a writer thread on one socket each grant
+ * is waited for once and each request yields at most one sample.  No lock is
+ * taken here at all, so none is held while a caller waits.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "agile.h"
+#include "atomics.h"
+#include "clock.h"
+#include "destinations.h"
+#include "log.h"
+#include "symbols.h"
+#include "track.h"
+
+static bool is_unreachable(int error)
+{
+	return error == ECONNREFUSED || error == ENETUNREACH ||
+	       error == EHOSTUNREACH;
+}
+
+static struct agile_state_slot *slot_of(const struct agile_fd *t)
+{
+	return agile__destinations_slot(t->dest);
+}
+
+static uint8_t load8(const uint8_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void store8(uint8_t *p, uint8_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
+/* Wait for the socket's unwaited grant, if any.  Returns the time after. */
+static int64_t settle_grant(struct agile_fd *t, int64_t now)
+{
+	int64_t planned = __atomic_exchange_n(&t->grant_ns, 0,
+	                                      __ATOMIC_ACQ_REL);
+
+	if (planned > now) {
+		agile__sleep_until(planned);
+		now = agile__now_ns();
+	}
+	return now;
+}
+
+/* Record the connection as unreachable, once. */
+static void mark_unreachable(struct agile_fd *t, struct agile_state_slot *s)
+{
+	uint8_t flags = __atomic_fetch_or(&t->flags,
+	                                  AGILE_FD_UNREACHABLE_COUNTED,
+	                                  __ATOMIC_ACQ_REL);
+
+	store8(&t->phase, AGILE_FD_FAILED);
+	if (flags & AGILE_FD_UNREACHABLE_COUNTED)
+		return;
+	agile_rate_unavailable(&s->limiter);
+	agile__add_u64(&s->unreachable, 1);
+}
+
+/* The connection failed: count it if it says "unreachable", then wait for
+ * its grant so a retry loop is paced too. */
+static void connect_failed(struct agile_fd *t, struct agile_state_slot *s,
+                           int error)
+{
+	int64_t now;
+
+	if (is_unreachable(error))
+		mark_unreachable(t, s);
+	else
+		store8(&t->phase, AGILE_FD_FAILED);
+	now = settle_grant(t, agile__now_ns());
+	agile__destinations_tick(s, now);
+}
+
+static bool is_stream_socket(int fd)
+{
+	int type = 0;
+	socklen_t len = sizeof(type);
+
+	return agile__libc.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type,
+	                              &len) == 0 && type == SOCK_STREAM;
+}
+
+/* A further connect() on a socket whose connect is already under way or
+ * done: classify its result like the first call's, pace nothing. */
+static int connect_again(int fd, struct agile_fd *t, const struct sockaddr *addr,
+                         socklen_t len)
+{
+	int rc = agile__libc.connect(fd, addr, len);
+	int error = errno;
+
+	agile__enter();
+	if (rc == 0 || error == EISCONN) {
+		store8(&t->phase, AGILE_FD_CONNECTED);
+	} else if (error != EINPROGRESS && error != EALREADY &&
+	           error != EINTR && error != EAGAIN) {
+		connect_failed(t, slot_of(t), error);
+	}
+	agile__leave();
+	errno = error;
+	return rc;
+}
+
+int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct agile_state_slot *s;
+	struct agile_fd *t;
+	int saved = errno;
+	int dest, rc, error;
+	int64_t now;
+
+	agile__enter();
+	dest = agile__destinations_match(addr, len);
+	t = agile__fd_lookup(fd);
+	if (t != NULL && dest >= 0 && t->dest == dest &&
+	    load8(&t->phase) != AGILE_FD_FAILED) {
+		agile__leave();
+		errno = saved;
+		return connect_again(fd, t, addr, len);
+	}
+	if (t != NULL)
+		agile__fd_untrack(fd); /* reconnected elsewhere */
+	if (dest < 0 || !is_stream_socket(fd) ||
+	    (t = agile__fd_entry(fd)) == NULL) {
+		agile__leave();
+		errno = saved;
+		return agile__libc.connect(fd, addr, len);
+	}
+	s = agile__destinations_slot(dest);
+	now = agile__now_ns();
+	store8(&t->tracked, 0);
+	t->dest = dest;
+	t->phase = AGILE_FD_CONNECTING;
+	t->request = AGILE_REQ_GRANTED;
+	t->flags = 0;
+	t->request_start_ns = 0;
+	__atomic_store_n(&t->grant_ns, agile_rate_take(&s->limiter, now),
+	                 __ATOMIC_RELEASE);
+	store8(&t->tracked, 1);
+	agile__add_u64(&s->connects, 1);
+	agile__destinations_tick(s, now);
+	if (agile__log_enabled(AGILE_LOG_DEBUG))
+		agile__log(AGILE_LOG_DEBUG, "fd %d: connect to %s, grant in "
+		           "%.3f ms", fd, s->name,
+		           (double)(t->grant_ns - now) / AGILE_NS_PER_MS);
+	agile__leave();
+
+	errno = saved;
+	rc = agile__libc.connect(fd, addr, len);
+	error = errno;
+
+	agile__enter();
+	if (rc == 0)
+		store8(&t->phase, AGILE_FD_CONNECTED);
+	else if (error != EINPROGRESS && error != EINTR && error != EALREADY &&
+	         error != EAGAIN)
+		connect_failed(t, s, error);
+	agile__leave();
+	errno = error;
+	return rc;
+}
+
+int64_t agile__track_before_send(struct agile_fd *t)
+{
+	int saved = errno;
+	struct agile_state_slot *s;
+	int64_t now;
+
+	agile__enter();
+	s = slot_of(t);
+	now = agile__now_ns();
+	switch (load8(&t->request)) {
+	case AGILE_REQ_NEEDS_GRANT: {
+		/* pace=request: a new request on a kept-alive connection.
+		 * Only the thread that moves the state takes the grant. */
+		uint8_t expected = AGILE_REQ_NEEDS_GRANT;
+
+		if (__atomic_compare_exchange_n(&t->request, &expected,
+		                                AGILE_REQ_GRANTED, false,
+		                                __ATOMIC_ACQ_REL,
+		                                __ATOMIC_ACQUIRE))
+			__atomic_store_n(&t->grant_ns,
+			                 agile_rate_take(&s->limiter, now),
+			                 __ATOMIC_RELEASE);
+		now = settle_grant(t, now);
+		break;
+	}
+	case AGILE_REQ_GRANTED:
+		now = settle_grant(t, now);
+		break;
+	default:
+		break;
+	}
+	agile__destinations_tick(s, now);
+	agile__leave();
+	errno = saved;
+	return now;
+}
+
+void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
+                             int64_t start_ns)
+{
+	uint8_t request;
+
+	if (result < 0) {
+		if (is_unreachable(error) &&
+		    load8(&t->phase) == AGILE_FD_CONNECTING) {
+			agile__enter();
+			connect_failed(t, slot_of(t), error);
+			agile__leave();
+		}
+		errno = error;
+		return;
+	}
+	if (result == 0)
+		return;
+	store8(&t->phase, AGILE_FD_CONNECTED);
+	request = load8(&t->request);
+	if (request != AGILE_REQ_IN_FLIGHT) {
+		__atomic_store_n(&t->request_start_ns, start_ns,
+		                 __ATOMIC_RELEASE);
+		store8(&t->request, AGILE_REQ_IN_FLIGHT);
+	}
+}
+
+/* End the request in flight, if any: returns its start, or 0. */
+static int64_t claim_request(struct agile_fd *t)
+{
+	int64_t start;
+
+	if (load8(&t->request) != AGILE_REQ_IN_FLIGHT)
+		return 0;
+	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);
+	if (start != 0)
+		store8(&t->request, agile__destinations_pace(t->dest) ==
+		                    AGILE_PACE_REQUEST ? AGILE_REQ_NEEDS_GRANT
+		                                       : AGILE_REQ_FREE);
+	return start;
+}
+
+void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
+                             size_t asked)
+{
+	struct agile_state_slot *s;
+	int64_t start, now;
+
+	if (result < 0 && !is_unreachable(error) && error != ECONNRESET) {
+		errno = error;
+		return; /* EAGAIN, EINTR and the like: nothing to record */
+	}
+	if (result == 0 && asked == 0)
+		return;
+	agile__enter();
+	s = slot_of(t);
+	if (result < 0 && is_unreachable(error) &&
+	    load8(&t->phase) == AGILE_FD_CONNECTING) {
+		connect_failed(t, s, error);
+	} else if ((start = claim_request(t)) != 0) {
+		now = agile__now_ns();
+		if (result > 0) {
+			store8(&t->phase, AGILE_FD_CONNECTED);
+			agile_rate_observe(&s->limiter, now - start);
+		} else {
+			/* End of file or reset before any response byte. */
+			agile_rate_observe_truncated(&s->limiter, now - start);
+			agile__add_u64(&s->truncated, 1);
+		}
+		agile__destinations_tick(s, now);
+	} else if (result > 0) {
+		store8(&t->phase, AGILE_FD_CONNECTED);
+	}
+	agile__leave();
+	errno = error;
+}
+
+void agile__track_so_error(struct agile_fd *t, int so_error)
+{
+	if (so_error == 0 || load8(&t->phase) != AGILE_FD_CONNECTING)
+		return;
+	agile__enter();
+	connect_failed(t, slot_of(t), so_error);
+	agile__leave();
+}
+
+static void truncate_request(struct agile_fd *t)
+{
+	int64_t start = claim_request(t);
+	struct agile_state_slot *s;
+	int64_t now;
+
+	if (start == 0)
+		return;
+	s = slot_of(t);
+	now = agile__now_ns();
+	agile_rate_observe_truncated(&s->limiter, now - start);
+	agile__add_u64(&s->truncated, 1);
+	agile__destinations_tick(s, now);
+}
+
+void agile__track_shutdown(struct agile_fd *t, int how)
+{
+	int saved = errno;
+
+	/* SHUT_WR after a request is how HTTP/1.0 clients and netcat say
+	 * "that was all": the response is still coming. */
+	if (how == SHUT_RD || how == SHUT_RDWR) {
+		agile__enter();
+		truncate_request(t);
+		agile__leave();
+	}
+	errno = saved;
+}
+
+void agile__track_close(int fd, struct agile_fd *t)
+{
+	int saved = errno;
+
+	agile__enter();
+	/* An unwaited grant is simply spent: the connection was made (the
+	 * downstream saw it), and sleeping in close() would only stall the
+	 * program, e.g. when it drops the loser of a happy-eyeballs race. */
+	truncate_request(t);
+	agile__fd_untrack(fd);
+	agile__leave();
+	errno = saved;
+}
+
+void agile__track_dup(int oldfd, int newfd)
+{
+	struct agile_fd *from = agile__fd_lookup(oldfd);
+	struct agile_fd *to;
+	int saved = errno;
+
+	if (from == NULL || oldfd == newfd)
+		return;
+	agile__enter();
+	to = agile__fd_entry(newfd);
+	if (to != NULL) {
+		/* The new descriptor takes the socket's pending grant and its
+		 * request in flight; the old one stays tracked (it is the same
+		 * socket) with neither, so the common hand-off "dup2(s, 1);
+		 * close(s)" neither loses the request nor truncates it. */
+		store8(&to->tracked, 0);
+		to->dest = from->dest;
+		to->phase = load8(&from->phase);
+		to->flags = load8(&from->flags);
+		to->request = load8(&from->request);
+		to->grant_ns = __atomic_exchange_n(&from->grant_ns, 0,
+		                                   __ATOMIC_ACQ_REL);
+		to->request_start_ns = __atomic_exchange_n(
+			&from->request_start_ns, 0, __ATOMIC_ACQ_REL);
+		if (to->request == AGILE_REQ_IN_FLIGHT &&
+		    to->request_start_ns == 0)
+			to->request = AGILE_REQ_FREE;
+		if (load8(&from->request) == AGILE_REQ_IN_FLIGHT)
+			store8(&from->request, AGILE_REQ_FREE);
+		store8(&to->tracked, 1);
+	}
+	agile__leave();
+	errno = saved;
+}

@@ -1,0 +1,60 @@
+/*
+ * track.h - what happens on a matched socket: pacing, round-trip samples
+ * and classification.  The hooks call these around the real libc call;
+ * each keeps errno as the hook found it (or as the real call left it).
+ *
+ * Per socket (struct agile_fd):
+ *   connect()      takes a grant (pace=request and pace=connect alike) and
+ *                  does not wait: the wait happens at the first send, so an
+ *                  event loop driving many sockets spaces its requests
+ *                  instead of stalling in connect() and sending in bunches.
+ *                  A second connect() on a socket whose connect is under
+ *                  way (APR asks for a non-blocking connect's result that
+ *                  way) is not paced again; its result is classified.
+ *   first send     waits until the grant's planned time, then sends; the
+ *                  request starts when the send returns success, timed
+ *                  from just before the real call (never from the wait).
+ *   first read     returning data after that ends the request: one sample.
+ *   next send      (pace=request) takes a new grant and waits for it.
+ *   failure        ECONNREFUSED, ENETUNREACH, EHOSTUNREACH from connect,
+ *                  getsockopt(SO_ERROR) or the first send/recv: unreachable,
+ *                  once per connection.  The grant is waited for before the
+ *                  failure is returned, so a retry loop against a refused
+ *                  port is paced like any other caller.
+ *   close/shutdown with a request outstanding: truncated(elapsed).  EOF or
+ *                  ECONNRESET on a read with a request outstanding is the
+ *                  same.  EINTR and EAGAIN record nothing.
+ */
+#ifndef AGILE_PRELOAD_TRACK_H
+#define AGILE_PRELOAD_TRACK_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "fdtable.h"
+
+/* The whole connect() hook: match, pace, call libc, classify. */
+int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len);
+
+/* Before a send/write on a tracked fd: wait for a grant when one is due.
+ * Returns the time the real call starts. */
+int64_t agile__track_before_send(struct agile_fd *t);
+/* After it: `result` is its return value (> 0 means data went out) and
+ * `error` its errno when it failed. */
+void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
+                             int64_t start_ns);
+/* After a recv/read: `result` > 0 is data, 0 is end of file (only when
+ * `asked` > 0), < 0 failed with `error`. */
+void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
+                             size_t asked);
+/* After getsockopt(SO_ERROR) succeeded and reported `so_error`. */
+void agile__track_so_error(struct agile_fd *t, int so_error);
+/* shutdown(how) is about to run on a tracked fd. */
+void agile__track_shutdown(struct agile_fd *t, int how);
+/* close(fd) is about to run (or fd is being replaced by dup2/dup3). */
+void agile__track_close(int fd, struct agile_fd *t);
+/* newfd now refers to oldfd's socket (dup, dup2, dup3, F_DUPFD*). */
+void agile__track_dup(int oldfd, int newfd);
+
+#endif /* AGILE_PRELOAD_TRACK_H */

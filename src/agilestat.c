@@ -1,0 +1,505 @@
+/*
+ * agilestat - show what libagilepreload.so is doing: one record per
+ * configured destination, read from the shared state file.
+ *
+ *   agilestat [-s PATH] [--json | --prometheus | --history | --config]
+ *   agilestat [-s PATH] --watch SECONDS
+ *
+ * The file is mapped read-only and never modified, so agilestat can run at
+ * any moment next to the programs that write it; every value is read with
+ * an atomic load (agile_rate_stats), so no value is torn, though values of
+ * one destination may come from two neighbouring instants.
+ */
+#include "config.h"
+
+#include <err.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agile.h"
+#include "state.h"
+
+/* Ticks without a sample after which a destination is reported blind: its
+ * rate is frozen, which looks exactly like a steady one. */
+#define BLIND_TICKS 3
+
+enum output { OUT_TABLE, OUT_JSON, OUT_PROMETHEUS, OUT_HISTORY, OUT_CONFIG };
+
+/* Everything printed about one destination, read once. */
+struct view {
+	const struct agile_state_slot *slot;
+	struct agile_stats stats;
+	const struct agile_resolved *config;
+	int32_t pids[AGILE_STATE_PIDS];
+	int live;
+	bool blind;
+	uint64_t connects, unreachable, truncated;
+};
+
+static int64_t unix_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+}
+
+static uint64_t load_u64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void read_view(const struct agile_state_slot *s, struct view *v)
+{
+	int64_t since_tick;
+
+	memset(v, 0, sizeof(*v));
+	v->slot = s;
+	agile_rate_stats(&s->limiter, &v->stats);
+	v->config = agile_rate_config(&s->limiter);
+	v->live = agile_state_slot_live_pids(s, v->pids, AGILE_STATE_PIDS);
+	v->connects = load_u64(&s->connects);
+	v->unreachable = load_u64(&s->unreachable);
+	v->truncated = load_u64(&s->truncated);
+	/* Blind: the controller ran ticks without samples, or a live process
+	 * has not run a tick for a while (it makes no calls at all). */
+	since_tick = unix_now_ns() -
+	             __atomic_load_n(&s->last_tick_unix_ns, __ATOMIC_ACQUIRE);
+	v->blind = v->stats.blind_ticks >= BLIND_TICKS ||
+	           (v->live > 0 && v->config->tick_ns > 0 &&
+	            since_tick > BLIND_TICKS * v->config->tick_ns);
+}
+
+static int compare_views(const void *a, const void *b)
+{
+	const struct view *x = a, *y = b;
+
+	return strcmp(x->slot->name, y->slot->name);
+}
+
+/* The READY slots of the file, sorted by name.  Returns their number. */
+static int read_views(const struct agile_state_map *m, struct view *out)
+{
+	int n = 0;
+
+	for (unsigned int i = 0; i < m->header->slot_count; i++) {
+		const struct agile_state_slot *s = agile_state_slot(m, i);
+
+		if (load_u64(&s->state) == AGILE_SLOT_READY)
+			read_view(s, &out[n++]);
+	}
+	qsort(out, (size_t)n, sizeof(*out), compare_views);
+	return n;
+}
+
+static double ms(int64_t ns)
+{
+	return (double)ns / AGILE_NS_PER_MS;
+}
+
+static void print_ms(const char *label, double ns)
+{
+	if (ns <= 0)
+		printf("  %s -", label);
+	else
+		printf("  %s %.1fms", label, ns / AGILE_NS_PER_MS);
+}
+
+static void print_table(const struct view *v, int n)
+{
+	if (n == 0) {
+		printf("no destination has been used yet\n");
+		return;
+	}
+	for (int i = 0; i < n; i++, v++) {
+		const struct agile_stats *st = &v->stats;
+		const struct agile_resolved *c = v->config;
+
+		printf("%s  %s  pace=%s  live processes %d", v->slot->name,
+		       v->slot->dest,
+		       v->slot->pace == 1 ? "connect" : "request", v->live);
+		for (int k = 0; k < v->live && k < 4; k++)
+			printf("%s%d", k == 0 ? " (" : " ", (int)v->pids[k]);
+		printf("%s\n", v->live > 4 ? " ...)" : v->live > 0 ? ")" : "");
+		printf("  rate %.1f/s (floor %lld, max %lld)  used %.1f/s  "
+		       "last step %s%s%s\n", st->rate,
+		       (long long)c->floor_rate, (long long)c->max_rate,
+		       st->used, agile_action_name(st->last_action),
+		       st->cold_start ? "  cold start" : "",
+		       st->probe_mode ? "  probing" : "");
+		print_ms("p50", (double)st->p50_ns);
+		print_ms("p99", (double)st->p99_ns);
+		print_ms("fast", (double)st->fast_ns);
+		print_ms("baseline", (double)st->baseline_ns);
+		printf("\n  samples %llu last tick, %llu total  tail %.3f / "
+		       "%s%.3f\n",
+		       (unsigned long long)st->samples,
+		       (unsigned long long)st->totals.samples, st->tail_ratio,
+		       st->tail_threshold > 0 ? "" : "quantile ",
+		       st->tail_threshold);
+		printf("  connects %llu  unreachable %llu  truncated %llu\n",
+		       (unsigned long long)v->connects,
+		       (unsigned long long)v->unreachable,
+		       (unsigned long long)v->truncated);
+		if (v->blind)
+			printf("  BLIND: no samples for %llu ticks; the rate is "
+			       "frozen, not steady\n",
+			       (unsigned long long)st->blind_ticks);
+		if (i + 1 < n)
+			printf("\n");
+	}
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s != '\0'; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void print_json(const struct view *v, int n)
+{
+	printf("{\"destinations\":[");
+	for (int i = 0; i < n; i++, v++) {
+		const struct agile_stats *st = &v->stats;
+
+		printf("%s{\"name\":", i ? "," : "");
+		json_string(v->slot->name);
+		printf(",\"dest\":");
+		json_string(v->slot->dest);
+		printf(",\"pace\":\"%s\"", v->slot->pace == 1 ? "connect"
+		                                              : "request");
+		printf(",\"rate\":%.3f,\"used\":%.3f", st->rate, st->used);
+		printf(",\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"fast_ms\":%.3f"
+		       ",\"baseline_ms\":%.3f", ms(st->p50_ns), ms(st->p99_ns),
+		       ms(st->fast_ns), ms(st->baseline_ns));
+		printf(",\"samples\":%llu,\"samples_total\":%llu",
+		       (unsigned long long)st->samples,
+		       (unsigned long long)st->totals.samples);
+		printf(",\"connects\":%llu,\"unreachable\":%llu"
+		       ",\"truncated\":%llu",
+		       (unsigned long long)v->connects,
+		       (unsigned long long)v->unreachable,
+		       (unsigned long long)v->truncated);
+		printf(",\"tail_ratio\":%.4f,\"tail_threshold\":%.4f",
+		       st->tail_ratio, st->tail_threshold);
+		printf(",\"cold_start\":%s,\"probe_mode\":%s,\"blind\":%s"
+		       ",\"blind_ticks\":%llu,\"ticks\":%llu,\"action\":\"%s\"",
+		       st->cold_start ? "true" : "false",
+		       st->probe_mode ? "true" : "false",
+		       v->blind ? "true" : "false",
+		       (unsigned long long)st->blind_ticks,
+		       (unsigned long long)st->ticks,
+		       agile_action_name(st->last_action));
+		printf(",\"max\":%lld,\"floor\":%lld,\"probe\":%lld"
+		       ",\"slo_ms\":%.3f",
+		       (long long)v->config->max_rate,
+		       (long long)v->config->floor_rate,
+		       (long long)v->config->probe_rate,
+		       ms(v->config->slo_ns));
+		printf(",\"live_processes\":%d,\"pids\":[", v->live);
+		for (int k = 0; k < v->live && k < AGILE_STATE_PIDS; k++)
+			printf("%s%d", k ? "," : "", (int)v->pids[k]);
+		printf("]}");
+	}
+	printf("]}\n");
+}
+
+static void prom_labels(const struct view *v)
+{
+	const char *fields[2] = { v->slot->name, v->slot->dest };
+	const char *keys[2] = { "name", "dest" };
+
+	putchar('{');
+	for (int f = 0; f < 2; f++) {
+		printf("%s%s=\"", f ? "," : "", keys[f]);
+		for (const char *s = fields[f]; *s != '\0'; s++) {
+			if (*s == '\\' || *s == '"')
+				printf("\\%c", *s);
+			else if (*s == '\n')
+				printf("\\n");
+			else
+				putchar(*s);
+		}
+		putchar('"');
+	}
+	putchar('}');
+}
+
+static void print_prometheus(const struct view *v, int n)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} metric[] = {
+		{ "agile_rate", "gauge", "Current target rate, requests per second." },
+		{ "agile_used", "gauge", "Requests per second granted during the last tick." },
+		{ "agile_max_rate", "gauge", "Configured ceiling, requests per second." },
+		{ "agile_p50_seconds", "gauge", "Median round trip of the last tick." },
+		{ "agile_p99_seconds", "gauge", "99th percentile round trip of the last tick." },
+		{ "agile_baseline_seconds", "gauge", "Slow EWMA baseline of the round trip." },
+		{ "agile_samples", "gauge", "Round-trip samples the last tick saw." },
+		{ "agile_samples_total", "counter", "Round-trip samples since the destination was created." },
+		{ "agile_connects_total", "counter", "Connections paced." },
+		{ "agile_unreachable_total", "counter", "Connections refused or unreachable, and failed lookups." },
+		{ "agile_truncated_total", "counter", "Requests cut short by close, shutdown or end of file." },
+		{ "agile_cold_start", "gauge", "1 until the first back-off or saturation." },
+		{ "agile_blind", "gauge", "1 when no samples arrived for several ticks." },
+		{ "agile_live_processes", "gauge", "Processes attached to the destination that are alive." },
+	};
+
+	for (size_t m = 0; m < sizeof(metric) / sizeof(metric[0]); m++) {
+		printf("# HELP %s %s\n# TYPE %s %s\n", metric[m].name,
+		       metric[m].help, metric[m].name, metric[m].type);
+		for (int i = 0; i < n; i++) {
+			const struct agile_stats *st = &v[i].stats;
+			double value = 0;
+
+			switch (m) {
+			case 0: value = st->rate; break;
+			case 1: value = st->used; break;
+			case 2: value = (double)v[i].config->max_rate; break;
+			case 3: value = (double)st->p50_ns / 1e9; break;
+			case 4: value = (double)st->p99_ns / 1e9; break;
+			case 5: value = (double)st->baseline_ns / 1e9; break;
+			case 6: value = (double)st->samples; break;
+			case 7: value = (double)st->totals.samples; break;
+			case 8: value = (double)v[i].connects; break;
+			case 9: value = (double)v[i].unreachable; break;
+			case 10: value = (double)v[i].truncated; break;
+			case 11: value = st->cold_start; break;
+			case 12: value = v[i].blind; break;
+			case 13: value = v[i].live; break;
+			}
+			printf("%s", metric[m].name);
+			prom_labels(&v[i]);
+			printf(" %.9g\n", value);
+		}
+	}
+}
+
+/* The ring's entries oldest first: calls fn for each, at most `last`. */
+static int ring_entries(const struct agile_state_slot *s, unsigned int last,
+                        struct agile_state_tick *out)
+{
+	uint64_t count = load_u64(&s->ring_count);
+	uint64_t n = count < AGILE_STATE_RING ? count : AGILE_STATE_RING;
+
+	if (n > last)
+		n = last;
+	for (uint64_t k = 0; k < n; k++)
+		out[k] = s->ring[(count - n + k) % AGILE_STATE_RING];
+	return (int)n;
+}
+
+static void print_history(const struct view *v, int n)
+{
+	struct agile_state_tick ticks[AGILE_STATE_RING];
+
+	printf("name,unix_time,rate,used,p50_ms,p99_ms,samples,unreachable,"
+	       "truncated\n");
+	for (int i = 0; i < n; i++) {
+		int count = ring_entries(v[i].slot, AGILE_STATE_RING, ticks);
+
+		for (int k = 0; k < count; k++)
+			printf("%s,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu\n",
+			       v[i].slot->name, (double)ticks[k].unix_ns / 1e9,
+			       ticks[k].rate, ticks[k].used,
+			       ms(ticks[k].p50_ns), ms(ticks[k].p99_ns),
+			       (unsigned long long)ticks[k].samples,
+			       (unsigned long long)ticks[k].unreachable,
+			       (unsigned long long)ticks[k].truncated);
+	}
+}
+
+static void print_config(const struct view *v, int n)
+{
+	char buf[4096];
+
+	for (int i = 0; i < n; i++) {
+		agile_resolved_format(v[i].config, buf, sizeof(buf));
+		printf("%s%s  %s  pace=%s\n", i ? "\n" : "", v[i].slot->name,
+		       v[i].slot->dest,
+		       v[i].slot->pace == 1 ? "connect" : "request");
+		for (char *line = strtok(buf, "\n"); line != NULL;
+		     line = strtok(NULL, "\n"))
+			printf("  %s\n", line);
+	}
+}
+
+/* A sparkline of `count` values scaled to their maximum. */
+static void sparkline(const char *label, const double *values, int count,
+                      const char *unit, double scale)
+{
+	static const char *const bars[] = { "\u2581", "\u2582", "\u2583",
+		"\u2584", "\u2585", "\u2586", "\u2587", "\u2588" };
+	double max = 0;
+
+	for (int k = 0; k < count; k++)
+		if (values[k] > max)
+			max = values[k];
+	printf("  %-5s", label);
+	for (int k = 0; k < count; k++) {
+		int level = max > 0 ? (int)lrint(values[k] / max * 7) : 0;
+
+		printf("%s", bars[level < 0 ? 0 : level > 7 ? 7 : level]);
+	}
+	printf("  max %.1f%s\n", max * scale, unit);
+}
+
+static volatile sig_atomic_t stop_watch;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_watch = 1;
+}
+
+static void watch(const char *path, unsigned int seconds)
+{
+	struct view views[AGILE_STATE_SLOTS];
+	struct agile_state_tick ticks[AGILE_STATE_RING];
+	double rate[AGILE_STATE_RING], p99[AGILE_STATE_RING];
+	char why[160];
+
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	while (!stop_watch) {
+		struct agile_state_map m = { 0 };
+		time_t now = time(NULL);
+		int rc = agile_state_open_ro(path, &m, why, sizeof(why));
+
+		/* Home the cursor and clear: refresh in place. */
+		printf("\033[H\033[2J");
+		printf("agilestat %s  every %us  %s", path, seconds,
+		       ctime(&now));
+		if (rc < 0) {
+			printf("%s\n", rc == -ENOENT ? "no state file yet"
+			                             : why);
+		} else {
+			int n = read_views(&m, views);
+
+			print_table(views, n);
+			for (int i = 0; i < n; i++) {
+				int count = ring_entries(views[i].slot, 60,
+				                         ticks);
+
+				if (count == 0)
+					continue;
+				for (int k = 0; k < count; k++) {
+					rate[k] = ticks[k].rate;
+					p99[k] = (double)ticks[k].p99_ns;
+				}
+				printf("\n%s, last %d ticks\n",
+				       views[i].slot->name, count);
+				sparkline("rate", rate, count, "/s", 1);
+				sparkline("p99", p99, count, "ms", 1e-6);
+			}
+			agile_state_close(&m);
+		}
+		fflush(stdout);
+		sleep(seconds);
+	}
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "usage: agilestat [-s PATH] [-j | -p | -H | -c]\n"
+	        "       agilestat [-s PATH] -w SECONDS\n"
+	        "  -s, --state PATH     state file (default: $AGILE_STATE or\n"
+	        "                       /dev/shm/agilepreload-<uid>.state)\n"
+	        "  -j, --json           one JSON document\n"
+	        "  -p, --prometheus     Prometheus text exposition format\n"
+	        "  -w, --watch SECONDS  refresh in place, with sparklines\n"
+	        "  -H, --history        the last 120 ticks as CSV\n"
+	        "  -c, --config         each destination's resolved configuration\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "state", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "prometheus", no_argument, NULL, 'p' },
+		{ "watch", required_argument, NULL, 'w' },
+		{ "history", no_argument, NULL, 'H' },
+		{ "config", no_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct view views[AGILE_STATE_SLOTS];
+	struct agile_state_map m = { 0 };
+	enum output output = OUT_TABLE;
+	unsigned int watch_seconds = 0;
+	char path[4096], why[160];
+	const char *errstr;
+	int opt, rc, n;
+
+	agile_state_path(path, sizeof(path));
+	while ((opt = getopt_long(argc, argv, "s:jpw:Hch", longopts,
+	                          NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			if (strlcpy(path, optarg, sizeof(path)) >= sizeof(path))
+				errx(2, "state path too long");
+			break;
+		case 'j': output = OUT_JSON; break;
+		case 'p': output = OUT_PROMETHEUS; break;
+		case 'H': output = OUT_HISTORY; break;
+		case 'c': output = OUT_CONFIG; break;
+		case 'w':
+			watch_seconds = (unsigned int)strtonum(optarg, 1, 3600,
+			                                       &errstr);
+			if (errstr != NULL)
+				errx(2, "--watch %s: %s (expected 1 to 3600 "
+				     "seconds)", optarg, errstr);
+			break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (watch_seconds > 0) {
+		watch(path, watch_seconds);
+		return 0;
+	}
+	rc = agile_state_open_ro(path, &m, why, sizeof(why));
+	if (rc == -ENOENT)
+		errx(1, "%s: no state file (no program has used a configured "
+		     "destination yet; set AGILE_STATE or -s PATH)", path);
+	if (rc == -EINVAL)
+		errx(1, "%s: %s", path, why);
+	if (rc < 0)
+		errx(1, "%s: %s", path, strerror(-rc));
+	n = read_views(&m, views);
+	switch (output) {
+	case OUT_TABLE: print_table(views, n); break;
+	case OUT_JSON: print_json(views, n); break;
+	case OUT_PROMETHEUS: print_prometheus(views, n); break;
+	case OUT_HISTORY: print_history(views, n); break;
+	case OUT_CONFIG: print_config(views, n); break;
+	}
+	agile_state_close(&m);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		err(1, "stdout");
+	return 0;
+}

@@ -1,0 +1,131 @@
+# lib.sh - shared helpers of the preload's integration tests (sourced).
+#
+# Each test runs real programs under LD_PRELOAD against servers it starts on
+# 127.0.0.1, in a private temporary directory with its own state file, and
+# everything it started is killed on exit, whatever the outcome.  Exit
+# status follows automake: 0 pass, 1 fail, 77 skip.
+#
+# The build is found through AGILE_BUILDDIR / AGILE_SRCDIR (set by
+# `make check`); run by hand, a test assumes the build is the current
+# directory: cd build && AGILE_SRCDIR=.. sh ../tests/preload/x.sh
+set -eu
+
+builddir=${AGILE_BUILDDIR:-$(pwd)}
+srcdir=${AGILE_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+PRELOAD=$builddir/preload/.libs/libagilepreload.so
+AGILESTAT=$builddir/src/agilestat
+HTTPD=$srcdir/tests/preload/httpd.py
+test_name=$(basename "$0" .sh)
+
+[ -f "$PRELOAD" ] || { echo "FAIL: $PRELOAD not built" >&2; exit 1; }
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/agile-$test_name.XXXXXX")
+export AGILE_STATE="$tmp/state"
+unset AGILE_STRICT AGILE_LOG LD_PRELOAD
+# No destination leaks in from the caller's environment.
+for var in $(env | sed -n 's/^\(AGILE_DEST_[A-Za-z0-9_]*\)=.*/\1/p'); do
+	unset "$var"
+done
+started_pids=""
+
+cleanup() {
+	status=$?
+	for pid in $started_pids; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in $started_pids; do
+		wait "$pid" 2>/dev/null || true
+	done
+	if [ "$status" -ne 0 ] && [ -d "$tmp" ]; then
+		echo "--- agilestat after failure:"
+		"$AGILESTAT" 2>&1 || true
+		"$AGILESTAT" --history 2>&1 | tail -n 20 || true
+	fi
+	rm -rf "$tmp"
+	exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() { echo "FAIL: $test_name: $*" >&2; exit 1; }
+skip() { echo "SKIP: $test_name: $*"; exit 77; }
+note() { echo "$test_name: $*"; }
+need() { command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"; }
+
+# Remember a background process so cleanup kills it.
+started() { started_pids="$started_pids $1"; }
+
+# Start the HTTP downstream: start_httpd NAME [DELAY_MS].  Prints its port;
+# arrivals (monotonic seconds, one per request) go to $tmp/NAME.arrivals.
+start_httpd() {
+	python3 "$HTTPD" "$tmp/$1.port" "$tmp/$1.arrivals" "${2:-0}" 120 \
+		</dev/null >"$tmp/$1.log" 2>&1 &
+	started $!
+	i=0
+	while [ ! -s "$tmp/$1.port" ]; do
+		i=$((i + 1))
+		[ "$i" -le 200 ] || fail "httpd $1 did not start: $(cat "$tmp/$1.log")"
+		sleep 0.05
+	done
+	cat "$tmp/$1.port"
+}
+
+# A TCP port on 127.0.0.1 that nothing listens on (bound, then released).
+closed_port() {
+	python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+# Run a command under the preload.
+preloaded() { LD_PRELOAD="$PRELOAD" "$@"; }
+
+# Evaluate a Python expression over the agilestat JSON document: `d` is the
+# destination named $1, `j` the whole document.  Prints the result.
+stat_json() {
+	"$AGILESTAT" --json >"$tmp/stat.json" || fail "agilestat --json failed"
+	python3 - "$1" "$2" "$tmp/stat.json" <<'PY'
+import json, sys
+name, expr, path = sys.argv[1], sys.argv[2], sys.argv[3]
+j = json.load(open(path))
+d = next((x for x in j["destinations"] if x["name"] == name), None)
+if d is None:
+    sys.exit("no destination %r in %s" % (name, j))
+print(eval(expr))
+PY
+}
+
+# Assert a Python expression (values passed as v[0], v[1], ...):
+#   check "v[0] > 3" "message" VALUE...
+check() {
+	expr=$1 message=$2
+	shift 2
+	python3 - "$expr" "$@" <<'PY' || fail "$message"
+import sys
+expr = sys.argv[1]
+v = [float(x) for x in sys.argv[2:]]
+ok = eval(expr)
+print("  check %s with %s: %s" % (expr, v, "ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)
+PY
+}
+
+# The rate a server saw: (n - 1) / (last - first) over its arrival log.
+arrival_rate() {
+	python3 - "$1" <<'PY'
+import sys
+t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
+print("%.3f" % ((len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 and t[-1] > t[0] else 0))
+PY
+}
+
+# The largest number of arrivals inside any window of $2 seconds.
+arrival_max_window() {
+	python3 - "$1" "$2" <<'PY'
+import sys, bisect
+t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
+w = float(sys.argv[2])
+print(max((bisect.bisect_right(t, x + w) - i for i, x in enumerate(t)), default=0))
+PY
+}
+
+count_lines() { wc -l <"$1" | tr -d ' '; }
