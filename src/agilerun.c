@@ -1,0 +1,419 @@
+/*
+ * agilerun - run a command with libagilepreload.so loaded and its
+ * destinations configured.
+ *
+ *     agilerun -d 'NAME=DEST key=value...' [-d ...] [-s STATE] [-v] -- CMD ARGS...
+ *
+ * Each -d is checked with the preload's own parser before anything runs, so
+ * a mistake is reported here, once, with exit status 2, instead of in every
+ * process the command starts.  Then agilerun sets AGILE_DEST_<NAME>,
+ * AGILE_STATE and LD_PRELOAD (the library first, ahead of whatever
+ * LD_PRELOAD held) and execs the command, exiting 127 when it cannot be found
+ * and 126 when it cannot be run, like env(1).
+ *
+ * The library is looked for next to this executable in the build tree first
+ * (../preload/.libs/, so `src/agilerun` works straight after `make`), then in
+ * the $(libdir) it was configured for.  Both are absolute paths: the current
+ * directory is never searched, since a library planted there would be loaded
+ * into the command.
+ */
+#include "config.h"
+
+#include <elf.h>
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rules.h"
+
+#ifndef AGILE_LIBDIR
+#error "AGILE_LIBDIR must name the installed library directory"
+#endif
+
+#define LIBRARY_NAME "libagilepreload.so"
+
+/* Exit statuses, as documented in agilerun(1). */
+#define EXIT_CONFIG 2        /* bad option or -d, like AGILE_STRICT=1 */
+#define EXIT_AGILERUN 125    /* agilerun itself failed (env(1)'s 125) */
+#define EXIT_CANNOT_RUN 126  /* the command exists but cannot be run */
+#define EXIT_NOT_FOUND 127   /* the command was not found */
+
+static bool verbose;
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "usage: agilerun -d 'NAME=DEST key=value...' [-d ...] [-s STATE] "
+	        "[-v] -- CMD [ARG...]\n"
+	        "  -d SPEC   throttle calls to DEST, shown as NAME by agilestat\n"
+	        "            (sets AGILE_DEST_<NAME>); may be repeated\n"
+	        "  -s STATE  the shared state file (sets AGILE_STATE)\n"
+	        "  -v        print the environment set and the command run\n"
+	        "  -h        print this help\n"
+	        "DEST is IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or "
+	        "unix:/path;\nsee agilepreload(7) for the keys.\n");
+}
+
+/* Print one parser message the way every message of agilerun looks. */
+static void print_problem(const char *message, void *arg)
+{
+	(void)arg;
+	warnx("%s", message);
+}
+
+static void set_variable(const char *name, const char *value)
+{
+	if (setenv(name, value, 1) != 0)
+		err(EXIT_AGILERUN, "cannot set %s", name);
+	if (verbose)
+		warnx("%s=%s", name, value);
+}
+
+/*
+ * Check one -d SPEC and set its variable.  Returns the number of problems
+ * reported: a NAME that cannot be a variable name, or whatever the rules
+ * parser finds in the value.  A rule the preload would disable or run with a
+ * default instead of what was written is equally an error here, since
+ * nothing has run yet and the user is at the keyboard.
+ */
+static int apply_spec(const char *spec)
+{
+	const char *eq = strchr(spec, '=');
+	char var[sizeof("AGILE_DEST_") + AGILE_RULE_NAME_MAX];
+	char name[AGILE_RULE_NAME_MAX];
+	struct agile_rule rule;
+	size_t len;
+	int problems;
+
+	len = eq != NULL ? (size_t)(eq - spec) : 0;
+	if (eq == NULL || len == 0) {
+		warnx("-d \"%s\": expected NAME=DEST key=value...", spec);
+		return 1;
+	}
+	if (len >= sizeof(name)) {
+		warnx("-d \"%s\": the name is longer than %zu characters", spec,
+		      sizeof(name) - 1);
+		return 1;
+	}
+	if (strspn(spec, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	                 "0123456789_") < len) {
+		warnx("-d \"%.*s\": the name may hold only letters, digits and "
+		      "'_'", (int)len, spec);
+		return 1;
+	}
+	memcpy(name, spec, len);
+	name[len] = '\0';
+	snprintf(var, sizeof(var), "AGILE_DEST_%s", name);
+	for (char *p = var; *p != '\0'; p++)
+		if (*p >= 'a' && *p <= 'z')
+			*p = (char)(*p - 'a' + 'A');
+
+	problems = agile_rule_parse(var, name, eq + 1, &rule, print_problem,
+	                            NULL);
+	if (problems == 0)
+		set_variable(var, eq + 1);
+	return problems;
+}
+
+/* AGILE_STATE as an absolute path: the command may chdir before it opens
+ * the file, and every process must find the same one. */
+static void set_state(const char *path)
+{
+	char cwd[PATH_MAX];
+	char *absolute;
+
+	if (path[0] == '\0')
+		errx(EXIT_CONFIG, "-s: the state file name is empty");
+	if (path[0] == '/') {
+		set_variable("AGILE_STATE", path);
+		return;
+	}
+	if (getcwd(cwd, sizeof(cwd)) == NULL)
+		err(EXIT_AGILERUN, "-s %s: cannot read the current directory",
+		    path);
+	if (asprintf(&absolute, "%s/%s", cwd, path) < 0)
+		err(EXIT_AGILERUN, "-s %s", path);
+	set_variable("AGILE_STATE", absolute);
+	free(absolute);
+}
+
+/* Whether `path` is a readable file; on success its canonical form (no
+ * "..") goes to out, which holds PATH_MAX bytes. */
+static bool library_at(const char *path, char *out)
+{
+	struct stat st;
+
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    access(path, R_OK) != 0)
+		return false;
+	return realpath(path, out) != NULL;
+}
+
+/*
+ * The library's absolute path.  From the build tree first: libtool links a
+ * program that uses only convenience libraries in place, so this executable
+ * is src/agilerun and the library is src/../preload/.libs/; should it ever
+ * run from src/.libs/, one more level is tried.  Then the installed copy.
+ */
+static void find_library(char *out)
+{
+	static const char *const build_dirs[] = {
+		"/../preload/.libs/",
+		"/../../preload/.libs/",
+	};
+	char exe[PATH_MAX];
+	char candidate[PATH_MAX * 2];
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		char *slash;
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash != NULL) {
+			*slash = '\0';
+			for (size_t i = 0; i < 2; i++) {
+				snprintf(candidate, sizeof(candidate), "%s%s%s", exe,
+				         build_dirs[i], LIBRARY_NAME);
+				if (library_at(candidate, out))
+					return;
+			}
+		}
+	}
+	if (library_at(AGILE_LIBDIR "/" LIBRARY_NAME, out))
+		return;
+	errx(EXIT_AGILERUN, "cannot find %s in the build tree next to this "
+	     "program or in %s; is agilepreload installed?", LIBRARY_NAME,
+	     AGILE_LIBDIR);
+}
+
+/* Whether the space- or colon-separated list already names `path`. */
+static bool list_has(const char *list, const char *path)
+{
+	size_t len = strlen(path);
+
+	for (const char *p = list; *p != '\0';) {
+		size_t word = strcspn(p, " :");
+		if (word == len && strncmp(p, path, len) == 0)
+			return true;
+		p += word;
+		p += strspn(p, " :");
+	}
+	return false;
+}
+
+/* LD_PRELOAD with the library first, ahead of what the user preloads. */
+static void set_preload(const char *library)
+{
+	const char *old = getenv("LD_PRELOAD");
+	char *value;
+
+	if (old == NULL || old[0] == '\0') {
+		set_variable("LD_PRELOAD", library);
+		return;
+	}
+	if (list_has(old, library)) {
+		if (verbose)
+			warnx("LD_PRELOAD already holds %s", library);
+		return;
+	}
+	if (asprintf(&value, "%s:%s", library, old) < 0)
+		err(EXIT_AGILERUN, "LD_PRELOAD");
+	set_variable("LD_PRELOAD", value);
+	free(value);
+}
+
+/* The file execvp(3) would run for `command`, or NULL when there is none
+ * (execvp will then say why).  Returned in a static buffer. */
+static const char *command_path(const char *command)
+{
+	static char path[PATH_MAX];
+	const char *search = getenv("PATH");
+
+	if (strchr(command, '/') != NULL)
+		return command;
+	if (search == NULL)
+		search = "/bin:/usr/bin";
+	for (const char *p = search;; p++) {
+		size_t len = strcspn(p, ":");
+		int n;
+		struct stat st;
+
+		/* An empty PATH element means the current directory. */
+		n = len == 0 ? snprintf(path, sizeof(path), "./%s", command)
+		             : snprintf(path, sizeof(path), "%.*s/%s", (int)len, p,
+		                        command);
+		if (n > 0 && (size_t)n < sizeof(path) && stat(path, &st) == 0 &&
+		    S_ISREG(st.st_mode) && access(path, X_OK) == 0)
+			return path;
+		p += len;
+		if (*p == '\0')
+			return NULL;
+	}
+}
+
+/* Read `count` program headers of `size` bytes each and look for PT_INTERP.
+ * Only native-endian headers are understood; anything else answers "not
+ * static", so a doubt never produces a false warning. */
+static bool has_interpreter(int fd, uint64_t phoff, unsigned count,
+                            unsigned size)
+{
+	for (unsigned i = 0; i < count; i++) {
+		unsigned char ph[sizeof(Elf64_Phdr)];
+		uint32_t type;
+
+		if (size < sizeof(uint32_t) || size > sizeof(ph))
+			return true;
+		if (pread(fd, ph, size, (off_t)(phoff + (uint64_t)i * size)) !=
+		    (ssize_t)size)
+			return true;
+		/* p_type is the first word of both Elf32_Phdr and Elf64_Phdr. */
+		memcpy(&type, ph, sizeof(type));
+		if (type == PT_INTERP)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A statically linked program has no PT_INTERP: no dynamic loader runs, so
+ * LD_PRELOAD is never read and the command would run unthrottled.  Scripts
+ * (#!) and anything else that is not a native ELF file pass unwarned.
+ */
+static bool is_static_elf(const char *path)
+{
+	unsigned char ident[EI_NIDENT];
+	bool is_static = false;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (pread(fd, ident, sizeof(ident), 0) != (ssize_t)sizeof(ident) ||
+	    memcmp(ident, ELFMAG, SELFMAG) != 0) {
+		close(fd);
+		return false;
+	}
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (ident[EI_DATA] != ELFDATA2LSB) {
+#else
+	if (ident[EI_DATA] != ELFDATA2MSB) {
+#endif
+		close(fd);
+		return false;
+	}
+	if (ident[EI_CLASS] == ELFCLASS64) {
+		Elf64_Ehdr eh;
+		if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh))
+			is_static = !has_interpreter(fd, eh.e_phoff, eh.e_phnum,
+			                             eh.e_phentsize);
+	} else if (ident[EI_CLASS] == ELFCLASS32) {
+		Elf32_Ehdr eh;
+		if (pread(fd, &eh, sizeof(eh), 0) == (ssize_t)sizeof(eh))
+			is_static = !has_interpreter(fd, eh.e_phoff, eh.e_phnum,
+			                             eh.e_phentsize);
+	}
+	close(fd);
+	return is_static;
+}
+
+/* One line for each reason the command will escape the preload. */
+static void warn_unthrottled(const char *command)
+{
+	const char *path = command_path(command);
+	struct stat st;
+
+	if (path == NULL)
+		return;
+	if (is_static_elf(path))
+		warnx("%s is statically linked; LD_PRELOAD cannot reach it, so it "
+		      "will run unthrottled", path);
+	if (stat(path, &st) == 0 &&
+	    (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) ||
+	     ((st.st_mode & S_ISGID) && st.st_gid != getegid())))
+		warnx("%s is set-user-ID or set-group-ID; the dynamic loader "
+		      "ignores LD_PRELOAD for it, so it will run unthrottled",
+		      path);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "dest", required_argument, NULL, 'd' },
+		{ "state", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char library[PATH_MAX];
+	const char *state = NULL;
+	int problems = 0;
+	int specs = 0;
+	int opt;
+
+	/* Parse every option first so -v applies to all of them, and so
+	 * every bad -d is reported before exiting. */
+	while ((opt = getopt_long(argc, argv, "+d:s:vh", options, NULL)) != -1) {
+		switch (opt) {
+		case 'd':
+		case 's':
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return EXIT_SUCCESS;
+		default:
+			usage(stderr);
+			return EXIT_CONFIG;
+		}
+	}
+	if (optind >= argc) {
+		warnx("no command given");
+		usage(stderr);
+		return EXIT_CONFIG;
+	}
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "+d:s:vh", options, NULL)) != -1) {
+		if (opt == 'd') {
+			problems += apply_spec(optarg);
+			specs++;
+		} else if (opt == 's') {
+			state = optarg;
+		}
+	}
+	if (problems > 0)
+		errx(EXIT_CONFIG, "%d configuration error%s; nothing was run",
+		     problems, problems == 1 ? "" : "s");
+	if (state != NULL)
+		set_state(state);
+	if (specs == 0) {
+		bool any = false;
+		for (char **e = environ; *e != NULL && !any; e++)
+			any = strncmp(*e, "AGILE_DEST_", 11) == 0;
+		if (!any)
+			warnx("no -d and no AGILE_DEST_* variable: nothing will be "
+			      "throttled");
+	}
+
+	find_library(library);
+	set_preload(library);
+	warn_unthrottled(argv[optind]);
+	if (verbose)
+		warnx("exec %s", argv[optind]);
+
+	execvp(argv[optind], argv + optind);
+	opt = errno;
+	warn("%s", argv[optind]);
+	return opt == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+}

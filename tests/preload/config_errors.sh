@@ -1,0 +1,205 @@
+#!/bin/sh
+# config_errors.sh - every configuration error reaches the user as one line,
+# through a real program under the real preload and through agilerun.
+#
+# The scenario: a user exports AGILE_DEST_* variables with mistakes in them
+# and runs an unmodified program.  Under AGILE_STRICT=1 the preload must
+# print each mistake as "agilepreload: AGILE_DEST_<NAME>: ..." and stop the
+# program with exit status 2 before its main() runs (the program's own output
+# never appears).  Without AGILE_STRICT the program must run to completion
+# with its own exit status, the same lines printed once it makes its first
+# connection (the preload reads its configuration lazily, so a process that
+# never connects pays nothing).  agilerun must refuse the same mistakes in
+# -d with exit status 2 and run nothing, and exit 127/126 like env(1).
+#
+# Run by `make check` from the top of the build tree; AGILE_BUILDDIR
+# overrides where the build is.  Exit 77 (skip) when the preload is missing.
+set -u
+
+builddir=${AGILE_BUILDDIR:-$(pwd)}
+preload=$builddir/preload/.libs/libagilepreload.so
+agilerun=$builddir/src/agilerun
+if [ ! -f "$preload" ] || [ ! -x "$agilerun" ]; then
+	echo "SKIP: $preload or $agilerun is not built"
+	exit 77
+fi
+command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is missing"; exit 77; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+failures=0
+checks=0
+
+fail() {
+	echo "FAIL: $*"
+	failures=$((failures + 1))
+}
+
+# expect_status NAME WANT GOT
+expect_status() {
+	checks=$((checks + 1))
+	[ "$2" = "$3" ] || fail "$1: exit status $3, expected $2"
+}
+
+# expect_file NAME FILE: FILE must hold exactly the lines on stdin.
+expect_file() {
+	checks=$((checks + 1))
+	cat >"$tmp/want"
+	if ! cmp -s "$tmp/want" "$2"; then
+		fail "$1: output differs (- expected, + actual):"
+		diff -u "$tmp/want" "$2" | sed -n '3,$p'
+	fi
+}
+
+# expect_empty NAME FILE
+expect_empty() {
+	checks=$((checks + 1))
+	[ ! -s "$2" ] || { fail "$1: expected no output, got:"; cat "$2"; }
+}
+
+# A port with nothing listening, so a connect is refused at once.
+closed_port=$(python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+# A program that connects once (to the configured, closed port) and says so.
+connect_once="import socket
+s = socket.socket()
+s.connect_ex(('127.0.0.1', $closed_port))
+s.close()
+print('main ran')"
+
+# The environment of every preload run: only the variables under test.
+run_preloaded() {
+	env -i PATH="$PATH" LD_PRELOAD="$preload" "$@"
+}
+
+# --- 1. Each message, exactly, under AGILE_STRICT=1 --------------------------
+# name|value|expected message (without the "agilepreload: " prefix)
+cat >"$tmp/cases" <<'EOF'
+API|127.0.0.1:8080 max=500 flor=20|AGILE_DEST_API: unknown key "flor"; did you mean "floor"?
+API|127.0.0.1:8080 max=500 slo=200|AGILE_DEST_API: key "slo": "200" has no unit; expected a duration such as 250us, 200ms or 1.5s
+API|127.0.0.1:8080 max=fast|AGILE_DEST_API: key "max": "fast" is not a number; expected a whole number of requests per second greater than 0
+API|127.0.0.1:8080 max=500 floor=600|AGILE_DEST_API: floor (600) is above max (500); expected floor <= max
+API|127.0.0.1: max=500|AGILE_DEST_API: cannot read destination "127.0.0.1:"; expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path
+DB|[::1]:5432 floor=5|AGILE_DEST_DB: key "max" is missing; expected max=N, a whole number of requests per second greater than 0
+DB|[::1]:5432 max=200 pace=stream|AGILE_DEST_DB: key "pace": "stream" is not a pace; expected request or connect
+DB|[::1]:5432 max=200 preset=fast|AGILE_DEST_DB: key "preset": "fast" is not a preset; expected none, balanced, latency-first or throughput-first
+DB|[::1]:5432 max=200 anchor=p99|AGILE_DEST_DB: key "anchor": "p99" is not an anchor; expected unset, baseline or slo
+DB|[::1]:5432 max=200 deadband=wide|AGILE_DEST_DB: key "deadband": "wide" is not a number; expected a decimal number, 0 or more, such as 0.1
+DB|[::1]:5432 max=200 tick=5h|AGILE_DEST_DB: key "tick": "5h" has an unknown unit; expected a duration such as 250us, 200ms or 1.5s
+DB|1.2.3.4:70000 max=200|AGILE_DEST_DB: destination "1.2.3.4:70000": the port is out of range; expected 1 to 65535, or * for any port
+EOF
+
+while IFS='|' read -r name value message; do
+	status=0
+	run_preloaded AGILE_STRICT=1 "AGILE_DEST_$name=$value" \
+		sh -c 'echo main ran' >"$tmp/out" 2>"$tmp/err" || status=$?
+	expect_status "strict '$value'" 2 "$status"
+	expect_empty "strict '$value': main must not run" "$tmp/out"
+	expect_file "strict '$value'" "$tmp/err" <<EOF
+agilepreload: $message
+agilepreload: AGILE_STRICT=1: 1 configuration error; not starting
+EOF
+done <"$tmp/cases"
+
+# --- 2. Several mistakes at once: every one reported, in NAME order ----------
+status=0
+run_preloaded AGILE_STRICT=1 \
+	"AGILE_DEST_WEB=127.0.0.1:80 max=10 slo=200" \
+	"AGILE_DEST_API=127.0.0.1:81 max=500 flor=20 tick=1" \
+	true >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "strict, three mistakes" 2 "$status"
+expect_file "strict, three mistakes" "$tmp/err" <<'EOF'
+agilepreload: AGILE_DEST_API: unknown key "flor"; did you mean "floor"?
+agilepreload: AGILE_DEST_API: key "tick": "1" has no unit; expected a duration such as 250us, 200ms or 1.5s
+agilepreload: AGILE_DEST_WEB: key "slo": "200" has no unit; expected a duration such as 250us, 200ms or 1.5s
+agilepreload: AGILE_STRICT=1: 3 configuration errors; not starting
+EOF
+
+# --- 3. A correct configuration under AGILE_STRICT=1 runs, silently ----------
+status=0
+run_preloaded AGILE_STRICT=1 \
+	"AGILE_DEST_API=127.0.0.1:$closed_port max=500 floor=20 slo=200ms" \
+	sh -c 'echo main ran' >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "strict, clean" 0 "$status"
+expect_file "strict, clean: main runs" "$tmp/out" <<'EOF'
+main ran
+EOF
+expect_empty "strict, clean: nothing on stderr" "$tmp/err"
+
+# --- 4. Without AGILE_STRICT the program runs, and is told ------------------
+# A process that never connects is never charged for the configuration.
+status=0
+run_preloaded "AGILE_DEST_API=127.0.0.1:8080 max=500 flor=20" \
+	sh -c 'echo main ran; exit 3' >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "lenient, no connection: the program's own status" 3 "$status"
+expect_file "lenient, no connection: main runs" "$tmp/out" <<'EOF'
+main ran
+EOF
+
+# One that connects reads the configuration then, and reports each mistake
+# once, as a warning; it runs on with its own exit status.
+status=0
+run_preloaded \
+	"AGILE_DEST_API=127.0.0.1:$closed_port max=500 flor=20 slo=200" \
+	"AGILE_DEST_BAD=127.0.0.1: max=5" \
+	python3 -c "$connect_once" >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "lenient, connecting" 0 "$status"
+expect_file "lenient, connecting: main runs" "$tmp/out" <<'EOF'
+main ran
+EOF
+expect_file "lenient, connecting: the warnings" "$tmp/err" <<'EOF'
+agilepreload: AGILE_DEST_API: unknown key "flor"; did you mean "floor"?
+agilepreload: AGILE_DEST_API: key "slo": "200" has no unit; expected a duration such as 250us, 200ms or 1.5s
+agilepreload: AGILE_DEST_BAD: cannot read destination "127.0.0.1:"; expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path
+EOF
+
+# AGILE_LOG=error silences the warnings, not the program.
+status=0
+run_preloaded AGILE_LOG=error \
+	"AGILE_DEST_API=127.0.0.1:$closed_port max=500 flor=20" \
+	python3 -c "$connect_once" >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "AGILE_LOG=error" 0 "$status"
+expect_empty "AGILE_LOG=error: no warnings" "$tmp/err"
+
+# --- 5. agilerun refuses the same mistakes before running anything ----------
+status=0
+env -i PATH="$PATH" "$agilerun" \
+	-d 'api=127.0.0.1:8080 max=500 flor=20' \
+	-d 'db=[::1]:5432 max=fast' \
+	-d 'x-y=127.0.0.1:1 max=1' \
+	-- sh -c 'echo main ran' >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, bad -d" 2 "$status"
+expect_empty "agilerun, bad -d: nothing runs" "$tmp/out"
+expect_file "agilerun, bad -d" "$tmp/err" <<'EOF'
+agilerun: AGILE_DEST_API: unknown key "flor"; did you mean "floor"?
+agilerun: AGILE_DEST_DB: key "max": "fast" is not a number; expected a whole number of requests per second greater than 0
+agilerun: -d "x-y": the name may hold only letters, digits and '_'
+agilerun: 3 configuration errors; nothing was run
+EOF
+
+# A good -d: the variables are set and the command's status comes back.
+status=0
+env -i PATH="$PATH" "$agilerun" -d "api=127.0.0.1:$closed_port max=500" \
+	-s "$tmp/state" -- \
+	sh -c 'echo "$AGILE_DEST_API|$AGILE_STATE|$LD_PRELOAD"; exit 4' \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, good -d" 4 "$status"
+expect_file "agilerun, good -d: the environment" "$tmp/out" <<EOF
+127.0.0.1:$closed_port max=500|$tmp/state|$(realpath "$preload")
+EOF
+expect_empty "agilerun, good -d: quiet" "$tmp/err"
+
+# Like env(1): 127 for a missing command, 126 for one that cannot run.
+status=0
+"$agilerun" -d 'a=127.0.0.1:1 max=1' -- "$tmp/no-such-program" \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, missing command" 127 "$status"
+printf '#!/bin/sh\n' >"$tmp/not-executable"
+status=0
+"$agilerun" -d 'a=127.0.0.1:1 max=1' -- "$tmp/not-executable" \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, not executable" 126 "$status"
+
+echo "config_errors: $checks checks, $failures failed"
+[ "$failures" -eq 0 ]
