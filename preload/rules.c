@@ -690,19 +690,28 @@ static enum dest_error parse_unix(const char *path, struct agile_rule *rule)
 	return DEST_OK;
 }
 
+/* Copy at most `len` bytes of src, cut to fit, lower-cased if asked. */
+static void copy_text(char *dst, size_t size, const char *src, size_t len,
+                      bool lower)
+{
+	size_t n = 0;
+
+	for (; n < len && n + 1 < size; n++)
+		dst[n] = lower ? (char)tolower((unsigned char)src[n]) : src[n];
+	dst[n] = '\0';
+}
+
 /* Copy a hostname without case and without a trailing dot, the form that
  * agile_rules_learn() compares. */
 static void normalise_host(char *dst, size_t size, const char *src)
 {
-	size_t n = 0;
+	size_t n;
 
-	for (; src[n] != '\0' && n + 1 < size; n++)
-		dst[n] = (char)tolower((unsigned char)src[n]);
+	copy_text(dst, size, src, strlen(src), true);
+	n = strlen(dst);
 	if (n > 0 && dst[n - 1] == '.')
-		n--;
-	dst[n] = '\0';
+		dst[n - 1] = '\0';
 }
-
 static enum dest_error parse_dest(const char *text, struct agile_rule *rule)
 {
 	char buf[AGILE_RULE_DEST_MAX];
@@ -904,17 +913,6 @@ static void report_problems(struct reporter *r, const struct agile_config *c)
 	}
 	if (count > 8)
 		report(r, "%zu more problems in this configuration", count - 8);
-}
-
-/* Copy at most `len` bytes of src, cut to fit, lower-cased if asked. */
-static void copy_text(char *dst, size_t size, const char *src, size_t len,
-                      bool lower)
-{
-	size_t n = 0;
-
-	for (; n < len && n + 1 < size; n++)
-		dst[n] = lower ? (char)tolower((unsigned char)src[n]) : src[n];
-	dst[n] = '\0';
 }
 
 int agile_rule_parse(const char *var, const char *name, const char *value,
@@ -1314,15 +1312,14 @@ void agile_rules_learn(struct agile_rules *rules, const char *host,
 	}
 }
 
-static void upper_var(char *dst, size_t size, const char *name)
+size_t agile_rule_var(const char *name, char *buf, size_t len)
 {
-	size_t n = (size_t)snprintf(dst, size, DEST_PREFIX);
+	int n = snprintf(buf, len, DEST_PREFIX "%s", name);
 
-	for (; *name != '\0' && n + 1 < size; name++)
-		dst[n++] = (char)toupper((unsigned char)*name);
-	dst[n] = '\0';
+	for (size_t i = DEST_PREFIX_LEN; i < len && buf[i] != '\0'; i++)
+		buf[i] = (char)toupper((unsigned char)buf[i]);
+	return n < 0 ? 0 : (size_t)n;
 }
-
 int agile_rules_resolve_hosts(struct agile_rules *rules,
                               agile_getaddrinfo_fn resolve,
                               agile_rules_error_fn on_error, void *arg)
@@ -1358,7 +1355,7 @@ int agile_rules_resolve_hosts(struct agile_rules *rules,
 		failed++;
 		if (on_error != NULL) {
 			struct reporter r;
-			upper_var(var, sizeof(var), rule->name);
+			agile_rule_var(rule->name, var, sizeof(var));
 			r = (struct reporter){ var, on_error, arg, 0 };
 			report(&r, "cannot resolve host \"%s\" (%s); its "
 			       "connections count as unreachable until the "

@@ -142,6 +142,11 @@ int agile_rules_resolve_hosts(struct agile_rules *rules,
                               agile_getaddrinfo_fn resolve,
                               agile_rules_error_fn on_error, void *arg);
 
+/* The variable that configures rule `name`: "AGILE_DEST_" and the name
+ * upper-cased, as agilerun sets it.  snprintf-style: returns the length
+ * needed. */
+size_t agile_rule_var(const char *name, char *buf, size_t len);
+
 /* "request" or "connect". */
 const char *agile_pace_name(enum agile_pace pace);
 

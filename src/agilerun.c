@@ -111,10 +111,7 @@ static int apply_spec(const char *spec)
 	}
 	memcpy(name, spec, len);
 	name[len] = '\0';
-	snprintf(var, sizeof(var), "AGILE_DEST_%s", name);
-	for (char *p = var; *p != '\0'; p++)
-		if (*p >= 'a' && *p <= 'z')
-			*p = (char)(*p - 'a' + 'A');
+	agile_rule_var(name, var, sizeof(var));
 
 	problems = agile_rule_parse(var, name, eq + 1, &rule, print_problem,
 	                            NULL);

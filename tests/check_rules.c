@@ -903,6 +903,19 @@ START_TEST(long_name_is_cut_and_reported)
 }
 END_TEST
 
+START_TEST(variable_name_of_a_rule)
+{
+	char var[32];
+
+	ck_assert_int_eq(agile_rule_var("api_v2", var, sizeof(var)), 17);
+	ck_assert_str_eq(var, "AGILE_DEST_API_V2");
+	/* Cut to fit, and still terminated, like snprintf. */
+	ck_assert_int_eq(agile_rule_var("api_v2", var, 14), 17);
+	ck_assert_str_eq(var, "AGILE_DEST_AP");
+	ck_assert_int_eq(agile_rule_var("x", var, 0), 12);
+}
+END_TEST
+
 START_TEST(no_callback_is_fine)
 {
 	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_X", "x", "nowhere max=x",
@@ -1381,6 +1394,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(errors, bad_settings_keep_defaults);
 	tcase_add_test(errors, long_name_is_cut_and_reported);
 	tcase_add_test(errors, no_callback_is_fine);
+	tcase_add_test(errors, variable_name_of_a_rule);
 	suite_add_tcase(s, errors);
 
 	tcase_add_test(env, env_sorted_and_lower_cased);
