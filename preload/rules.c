@@ -121,6 +121,7 @@ static const struct key_spec keys[] = {
 };
 
 #define KEY_COUNT_ALL (sizeof(keys) / sizeof(keys[0]))
+#define KEY_MAX (&keys[0]) /* max, the one required key */
 
 /* ------------------------------------------------------------------------ */
 /* Reporting                                                                 */
@@ -925,7 +926,6 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 	bool max_ok = false;
 	char word[MESSAGE_MAX / 2];
 	const char *p = value;
-	const char *start;
 	enum dest_error e;
 
 	memset(out, 0, sizeof(*out));
@@ -934,7 +934,6 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 		report(&r, "the name is longer than %zu characters; agilestat "
 		       "shows it as \"%s\"", sizeof(out->name) - 1, out->name);
 
-	start = p;
 	if (!next_word(&p, word, sizeof(word))) {
 		/* An empty value: nothing else to say about it. */
 		report(&r, "no destination; " DEST_EXPECTED);
@@ -945,7 +944,7 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 		 * so every other mistake is reported in the same run. */
 		report(&r, "no destination before \"%.*s\"; " DEST_EXPECTED,
 		       QUOTE_MAX, word);
-		p = start;
+		p = value;
 		dest_ok = false;
 	} else {
 		copy_text(out->dest_text, sizeof(out->dest_text), word,
@@ -983,18 +982,16 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 			continue;
 		}
 		seen[index] = true;
-		if (apply_setting(&r, out, key, eq + 1) &&
-		    key->offset == CONFIG_FIELD(max_rate) &&
-		    key->type == KEY_RATE) {
+		if (apply_setting(&r, out, key, eq + 1) && key == KEY_MAX) {
 			if (out->config.max_rate > 0)
 				max_ok = true;
 			else
 				report(&r, "key \"max\": \"%.*s\" is not greater "
 				       "than 0; %s", QUOTE_MAX, eq + 1,
-				       keys[0].expect);
+				       KEY_MAX->expect);
 		}
 	}
-	if (!seen[find_key("max", 3) - keys])
+	if (!seen[KEY_MAX - keys])
 		report(&r, "key \"max\" is missing; expected max=N, a whole "
 		       "number of requests per second greater than 0");
 
