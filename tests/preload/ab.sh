@@ -1,0 +1,36 @@
+#!/bin/sh
+# ab.sh - ApacheBench: non-blocking sockets, one event loop, 8 concurrent.
+#
+# ab (APR) connects non-blocking, polls, and calls connect() a second time
+# to learn the result; it drives all its connections from one loop.  The
+# grant is taken at connect() and waited for at the first send, so the
+# requests reach the server evenly spaced: 100 requests at floor=max=50/s
+# must arrive at 50/s within 15%, spaced evenly: the median gap between two
+# arrivals must be at least half the 20 ms interval (with the wait inside
+# connect() ab sends its 8 connections' requests in bunches, and most gaps
+# are near zero).  Every request must be a sample, and ab must report no
+# failed request.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need ab
+
+port=$(start_httpd api)
+export AGILE_DEST_API="127.0.0.1:$port max=50 floor=50 initial=50"
+preloaded ab -q -n 100 -c 8 "http://127.0.0.1:$port/" >"$tmp/ab.out" 2>&1 ||
+	fail "ab failed: $(cat "$tmp/ab.out")"
+failed=$(sed -n 's/^Failed requests: *\([0-9]*\).*/\1/p' "$tmp/ab.out")
+
+n=$(count_lines "$tmp/api.arrivals")
+rate=$(arrival_rate "$tmp/api.arrivals")
+gap=$(python3 - "$tmp/api.arrivals" <<'PY'
+import statistics, sys
+t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
+print("%.2f" % (1000 * statistics.median(b - a for a, b in zip(t, t[1:]))))
+PY
+)
+note "ab: $n requests at $rate/s, median gap $gap ms, failed $failed"
+check "v[0] == 0" "ab saw no failed request" "$failed"
+check "v[0] == 100" "the server saw every request" "$n"
+check "50 * 0.85 <= v[0] <= 50 * 1.15" "ab gets 50/s" "$rate"
+check "v[0] >= 10" "requests arrive evenly spaced, not in bunches" "$gap"
+check "v[0] >= 100" "every request is a sample" "$(stat_json api 'd["samples_total"]')"
+check "v[0] == 0" "no connection counted unreachable" "$(stat_json api 'd["unreachable"]')"

@@ -1,0 +1,45 @@
+#!/bin/sh
+# guest.sh - the preload is a light guest in every process it is loaded in.
+#
+# LD_PRELOAD is inherited by every child of a script.  A process that never
+# connects to a configured destination (a shell pipeline; curl to another
+# port) must not create or touch the state file.  A configuration error
+# under AGILE_STRICT=1 stops the program with status 2 before main() runs
+# (nothing reaches stdout); without it the program runs.  The library
+# exports the hooks and nothing else.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need curl
+
+port=$(start_httpd api)
+other=$(start_httpd other)
+export AGILE_DEST_API="127.0.0.1:$port max=100 floor=100"
+
+out=$(preloaded sh -c 'echo hello | tr a-z A-Z | cat')
+[ "$out" = "HELLO" ] || fail "a pipeline under the preload printed '$out'"
+preloaded curl -sf -o /dev/null "http://127.0.0.1:$other/" || fail "unmatched curl failed"
+[ ! -e "$AGILE_STATE" ] || fail "a process without a matched socket created the state file"
+note "no state file after a pipeline and an unmatched connection"
+
+status=0
+out=$(AGILE_STRICT=1 AGILE_DEST_BAD="127.0.0.1:$port max=100 flor=3" \
+	preloaded sh -c 'echo main ran' 2>"$tmp/err") || status=$?
+check "v[0] == 2" "AGILE_STRICT=1 and a bad setting: exit status 2" "$status"
+[ -z "$out" ] || fail "main ran under AGILE_STRICT=1: '$out'"
+grep -q '^agilepreload: ' "$tmp/err" || fail "no agilepreload: message: $(cat "$tmp/err")"
+note "strict: $(head -n 1 "$tmp/err")"
+out=$(AGILE_DEST_BAD="127.0.0.1:$port max=100 flor=3" preloaded sh -c 'echo main ran' 2>/dev/null)
+[ "$out" = "main ran" ] || fail "without AGILE_STRICT a bad setting must not stop the program"
+
+if command -v nm >/dev/null 2>&1; then
+	nm -D --defined-only "$PRELOAD" | awk '$2 ~ /^[TWDBV]$/ {print $3}' |
+		sed 's/@.*//' | sort >"$tmp/exports"
+	extra=$(grep -v -x -E 'connect|send|sendto|sendmsg|sendmmsg|write|writev|recv|recvfrom|recvmsg|recvmmsg|read|readv|__read_chk|__recv_chk|__recvfrom_chk|close|close_range|closefrom|shutdown|dup|dup2|dup3|fcntl|fcntl64|getsockopt|getaddrinfo|gethostbyname' "$tmp/exports" || true)
+	[ -z "$extra" ] || fail "exports beyond the hooks: $extra"
+	note "exports: $(wc -l <"$tmp/exports" | tr -d ' ') hooks, nothing else"
+fi
+
+# A matched request still works and shows up, so the checks above were not
+# vacuous.
+preloaded curl -sf -o /dev/null "http://127.0.0.1:$port/" || fail "matched curl failed"
+check "v[0] == 1" "the matched request is recorded" "$(stat_json api 'd["samples_total"]')"
+

@@ -1,0 +1,32 @@
+#!/bin/sh
+# redis.sh - redis-benchmark against redis-server, pace=request.
+#
+# redis-benchmark keeps 4 connections open and sends one command at a time on
+# each from a single event loop (hiredis, non-blocking write/read).  With
+# pace=request every command after a reply is a new request and takes a
+# grant, so the benchmark's own throughput figure must come out at the
+# configured floor=max=100/s within 15%, and each command must be a sample.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need redis-server
+need redis-benchmark
+
+port=$(closed_port)
+redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+	--daemonize no >"$tmp/redis.log" 2>&1 </dev/null &
+started $!
+i=0
+until redis-cli -p "$port" ping >/dev/null 2>&1; do
+	i=$((i + 1))
+	[ "$i" -le 100 ] || fail "redis-server did not start: $(cat "$tmp/redis.log")"
+	sleep 0.05
+done
+
+export AGILE_DEST_REDIS="127.0.0.1:$port max=100 floor=100 initial=100 pace=request"
+preloaded redis-benchmark -p "$port" -c 4 -n 200 -t set -q >"$tmp/bench.out" 2>&1 ||
+	fail "redis-benchmark failed: $(cat "$tmp/bench.out")"
+rps=$(tr '\r' '\n' <"$tmp/bench.out" | sed -n 's/^SET: *\([0-9.]*\) requests per second.*/\1/p' | tail -n 1)
+samples=$(stat_json redis 'd["samples_total"]')
+note "redis-benchmark SET: $rps requests per second; $samples samples"
+[ -n "$rps" ] || fail "no throughput line in: $(cat "$tmp/bench.out")"
+check "100 * 0.85 <= v[0] <= 100 * 1.15" "redis-benchmark gets 100/s" "$rps"
+check "v[0] >= 200" "every command is a sample" "$samples"
