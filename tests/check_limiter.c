@@ -1,7 +1,955 @@
-/* check_limiter.c - placeholder suite until its module's tests land. */
+/*
+ * check_limiter.c - the two limiters as their callers see them: the rate
+ * limiter (leaky bucket + controller) and the concurrency limiter (semaphore +
+ * controller), their outcome bookkeeping, the *_do wrappers and the tick
+ * clock.
+ *
+ * Everything runs on a virtual clock: `now` is a plain int64_t the test
+ * advances, and the *_do wrappers get hooks whose clock is a struct the test
+ * owns, whose sleep jumps that clock forward and whose "downstream call"
+ * advances it by a known latency.  No test sleeps or reads a real clock.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include "agile.h"
 #include "check_suites.h"
+
+#define MS AGILE_NS_PER_MS
+#define SEC AGILE_NS_PER_S
+
+/* The histogram reports a bucket's midpoint, within 0.8% of any value in
+ * it; latencies read back through Stats are compared with this tolerance. */
+#define HIST_TOLERANCE 0.01
+
+/* --- helpers -------------------------------------------------------------- */
+
+static struct agile_config config_with_max(int64_t max_rate)
+{
+	struct agile_config c = { 0 };
+
+	c.max_rate = max_rate;
+	return c;
+}
+
+static struct agile_stats rate_stats(const struct agile_rate_limiter *l)
+{
+	struct agile_stats s;
+
+	agile_rate_stats(l, &s);
+	return s;
+}
+
+static struct agile_stats conc_stats(const struct agile_conc_limiter *l)
+{
+	struct agile_stats s;
+
+	agile_conc_stats(l, &s);
+	return s;
+}
+
+static void observe_n(struct agile_rate_limiter *l, int n, int64_t rtt_ns)
+{
+	for (int i = 0; i < n; i++)
+		agile_rate_observe(l, rtt_ns);
+}
+
+static void take_n(struct agile_rate_limiter *l, int n, int64_t now_ns)
+{
+	for (int i = 0; i < n; i++)
+		(void)agile_rate_take(l, now_ns);
+}
+
+/* Take every slot the bucket plans in [from_ns, to_ns), as a caller sending
+ * at the paced rate would; unlike take_n this leaves no backlog of slots
+ * planned past to_ns.  Returns how many were granted. */
+static int take_paced(struct agile_rate_limiter *l, int64_t from_ns,
+                      int64_t to_ns)
+{
+	int64_t planned = from_ns;
+	int granted = 0;
+
+	while (agile_rate_try_take(l, planned, to_ns - 1 - planned, &planned))
+		granted++;
+	return granted;
+}
+
+/* Assert a latency read back from Stats is `expected_ns` up to the
+ * histogram's resolution. */
+#define assert_latency_near(got_ns, expected_ns) \
+	ck_assert_double_eq_tol((double)(got_ns), (double)(expected_ns), \
+	                        HIST_TOLERANCE * (double)(expected_ns))
+
+/*
+ * The virtual clock behind the hooks of the *_do wrappers.  sleep_until
+ * jumps it forward, and the "downstream call" advances it by latency_ns and
+ * returns `error`, so the test knows exactly how long the call took and how
+ * long the wrapper waited before it.
+ */
+struct vclock {
+	int64_t now_ns;
+	int64_t latency_ns;   /* what one call to fake_call costs */
+	int error;            /* what fake_call returns */
+	int calls;            /* how many times fake_call ran */
+	int sleeps;           /* how many times the wrapper slept */
+	int64_t slept_until_ns;
+	int classified;       /* how many times classify was consulted */
+};
+
+static int64_t vclock_now(void *arg)
+{
+	return ((struct vclock *)arg)->now_ns;
+}
+
+static void vclock_sleep_until(int64_t when_ns, void *arg)
+{
+	struct vclock *clock = arg;
+
+	clock->sleeps++;
+	clock->slept_until_ns = when_ns;
+	if (when_ns > clock->now_ns)
+		clock->now_ns = when_ns;
+}
+
+static int fake_call(void *arg)
+{
+	struct vclock *clock = arg;
+
+	clock->calls++;
+	clock->now_ns += clock->latency_ns;
+	return clock->error;
+}
+
+/* The seed's classify example: a refused connection never reached the
+ * downstream, a cancellation is the caller's doing, and anything else (a
+ * timeout, a 5xx) is the downstream's answer. */
+static enum agile_outcome classify_by_error(int error, void *arg)
+{
+	struct vclock *clock = arg;
+
+	clock->classified++;
+	switch (error) {
+	case ECONNREFUSED:
+		return AGILE_UNREACHABLE;
+	case ECANCELED:
+		return AGILE_ABORTED;
+	default:
+		return AGILE_REACHED;
+	}
+}
+
+static struct agile_hooks vclock_hooks(struct vclock *clock)
+{
+	struct agile_hooks h = { 0 };
+
+	h.classify = classify_by_error;
+	h.now_ns = vclock_now;
+	h.sleep_until_ns = vclock_sleep_until;
+	h.arg = clock;
+	return h;
+}
+
+/* --- rate limiter: init ----------------------------------------------------- */
+
+START_TEST(limiter_rate_init_rejects_zero_max)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(0);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), -EINVAL);
+	c.max_rate = -5;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), -EINVAL);
+}
+END_TEST
+
+START_TEST(limiter_rate_init_defaults)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	struct agile_stats s = rate_stats(&l);
+	/* initial = max / 8, and the bucket starts at the same rate. */
+	ck_assert_double_eq_tol(s.rate, 100.0, 1e-9);
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 100.0, 1e-9);
+	ck_assert_double_eq_tol(agile_bucket_rate(&l.bucket), 100.0, 1e-9);
+	ck_assert(s.cold_start);
+	ck_assert(!s.probe_mode);
+	ck_assert_uint_eq(s.ticks, 0);
+	ck_assert_uint_eq(s.samples, 0);
+	ck_assert_int_eq(s.baseline_ns, 0);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_NONE);
+	ck_assert_uint_eq(s.totals.grants, 0);
+}
+END_TEST
+
+START_TEST(limiter_rate_init_initial_not_below_floor)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(80);
+
+	/* max / 8 = 10 is below the floor, so the floor is the start. */
+	c.floor_rate = 20;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 20.0, 1e-9);
+
+	/* An explicit initial rate wins. */
+	c.initial_rate = 50;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 50.0, 1e-9);
+	ck_assert_double_eq_tol(agile_bucket_rate(&l.bucket), 50.0, 1e-9);
+}
+END_TEST
+
+/* --- rate limiter: take ----------------------------------------------------- */
+
+START_TEST(limiter_rate_take_spacing_follows_rate)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(1000);
+
+	c.preset = AGILE_PRESET_BALANCED;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 125.0, 1e-9);
+
+	/* At 125 req/s the slots are 8 ms apart, all asked for at t = 0. */
+	for (int64_t i = 0; i < 125; i++)
+		ck_assert_int_eq(agile_rate_take(&l, 0), i * 8 * MS);
+	/* The last slot was planned at 992 ms. */
+
+	/* A healthy tick in cold start doubles the rate (the 125 grants keep
+	 * the utilisation gate open), and the next grant is spaced 4 ms. */
+	observe_n(&l, 100, 10 * MS);
+	ck_assert(agile_rate_tick_if_due(&l, SEC));
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 250.0, 1e-9);
+	ck_assert_double_eq_tol(agile_bucket_rate(&l.bucket), 250.0, 1e-9);
+	/* 992 + 4 = 996 ms is already past at now = 1 s: the grant is now. */
+	ck_assert_int_eq(agile_rate_take(&l, SEC), SEC);
+	ck_assert_int_eq(agile_rate_take(&l, SEC), SEC + 4 * MS);
+	ck_assert_int_eq(agile_rate_take(&l, SEC), SEC + 8 * MS);
+	ck_assert_uint_eq(rate_stats(&l).totals.grants, 128);
+}
+END_TEST
+
+START_TEST(limiter_rate_try_take_respects_max_wait)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(80); /* 10 req/s: 100 ms apart */
+	int64_t planned = -1;
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	ck_assert(agile_rate_try_take(&l, 0, 0, &planned));
+	ck_assert_int_eq(planned, 0);
+	/* The next slot is 100 ms away: a 99 ms budget refuses it and
+	 * reserves nothing; a 100 ms budget takes it. */
+	ck_assert(!agile_rate_try_take(&l, 0, 99 * MS, &planned));
+	ck_assert_uint_eq(rate_stats(&l).totals.grants, 1);
+	ck_assert(agile_rate_try_take(&l, 0, 100 * MS, &planned));
+	ck_assert_int_eq(planned, 100 * MS);
+	ck_assert_uint_eq(rate_stats(&l).totals.grants, 2);
+}
+END_TEST
+
+/* --- rate limiter: observations -------------------------------------------- */
+
+START_TEST(limiter_rate_observe_counts_after_tick)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	agile_rate_observe(&l, 10 * MS);
+	agile_rate_observe(&l, 20 * MS);
+	agile_rate_observe(&l, 30 * MS);
+	/* Totals count at once; the per-tick figures appear after the step. */
+	ck_assert_uint_eq(rate_stats(&l).totals.samples, 3);
+	ck_assert_uint_eq(rate_stats(&l).samples, 0);
+
+	agile_rate_tick(&l, SEC);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.samples, 3);
+	assert_latency_near(s.p50_ns, 20 * MS);
+	assert_latency_near(s.p99_ns, 30 * MS);
+	assert_latency_near(s.fast_ns, 20 * MS);
+	assert_latency_near(s.baseline_ns, 20 * MS);
+	ck_assert_uint_eq(s.ticks, 1);
+
+	/* The next tick starts empty: the samples were drained. */
+	agile_rate_tick(&l, 2 * SEC);
+	s = rate_stats(&l);
+	ck_assert_uint_eq(s.samples, 0);
+	ck_assert_int_eq(s.p50_ns, 0);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_BLIND);
+	ck_assert_uint_eq(s.blind_ticks, 1);
+	ck_assert_uint_eq(s.totals.samples, 3);
+}
+END_TEST
+
+START_TEST(limiter_rate_truncated_recorded_only_past_slo)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	c.slo_ns = 200 * MS;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	/* Cut short before the SLO: no evidence either way, dropped. */
+	agile_rate_observe_truncated(&l, 150 * MS);
+	agile_rate_observe_truncated(&l, 200 * MS);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.totals.dropped_truncated, 2);
+	ck_assert_uint_eq(s.totals.truncated, 0);
+	ck_assert_uint_eq(s.totals.samples, 0);
+
+	/* Past the SLO: at least that slow, recorded as d. */
+	agile_rate_observe_truncated(&l, 300 * MS);
+	s = rate_stats(&l);
+	ck_assert_uint_eq(s.totals.truncated, 1);
+	ck_assert_uint_eq(s.totals.samples, 1);
+	ck_assert_uint_eq(s.totals.dropped_truncated, 2);
+	agile_rate_tick(&l, SEC);
+	s = rate_stats(&l);
+	ck_assert_uint_eq(s.samples, 1);
+	assert_latency_near(s.p50_ns, 300 * MS);
+}
+END_TEST
+
+START_TEST(limiter_rate_truncated_dropped_without_slo)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	agile_rate_observe_truncated(&l, 60 * SEC);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.totals.dropped_truncated, 1);
+	ck_assert_uint_eq(s.totals.truncated, 0);
+	ck_assert_uint_eq(s.totals.samples, 0);
+}
+END_TEST
+
+START_TEST(limiter_rate_truncated_never_ends_probe_mode)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	c.slo_ns = 200 * MS;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	/* An unreachable-only tick is an outage: probe mode begins. */
+	agile_rate_unavailable(&l);
+	agile_rate_tick(&l, SEC);
+	ck_assert(rate_stats(&l).probe_mode);
+
+	/* A truncated call past the SLO is recorded, yet nobody saw the
+	 * downstream answer: probe mode stays. */
+	agile_rate_observe_truncated(&l, 500 * MS);
+	ck_assert_uint_eq(rate_stats(&l).totals.truncated, 1);
+	ck_assert(rate_stats(&l).probe_mode);
+
+	/* An answered call ends it at once, before any tick. */
+	agile_rate_observe(&l, 10 * MS);
+	ck_assert(!rate_stats(&l).probe_mode);
+}
+END_TEST
+
+START_TEST(limiter_rate_unavailable_counted_per_tick)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	for (int i = 0; i < 3; i++)
+		agile_rate_unavailable(&l);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.totals.unreachable, 3);
+	ck_assert_uint_eq(s.totals.samples, 0);
+	ck_assert_uint_eq(s.unreachable, 0);
+
+	agile_rate_tick(&l, SEC);
+	s = rate_stats(&l);
+	ck_assert_uint_eq(s.unreachable, 3);
+	ck_assert_uint_eq(s.samples, 0);
+	ck_assert(s.probe_mode);
+
+	/* Drained by the step: the next tick sees none. */
+	agile_rate_unavailable(&l);
+	agile_rate_tick(&l, 2 * SEC);
+	ck_assert_uint_eq(rate_stats(&l).unreachable, 1);
+	agile_rate_tick(&l, 3 * SEC);
+	s = rate_stats(&l);
+	ck_assert_uint_eq(s.unreachable, 0);
+	ck_assert_uint_eq(s.totals.unreachable, 4);
+}
+END_TEST
+
+START_TEST(limiter_rate_aborted_is_not_a_signal)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	c.slo_ns = 200 * MS;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	for (int i = 0; i < 5; i++)
+		agile_rate_aborted(&l);
+	agile_rate_tick(&l, SEC);
+
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.totals.aborted, 5);
+	ck_assert_uint_eq(s.totals.samples, 0);
+	ck_assert_uint_eq(s.totals.unreachable, 0);
+	ck_assert_uint_eq(s.samples, 0);
+	ck_assert_uint_eq(s.unreachable, 0);
+	ck_assert(!s.probe_mode);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_BLIND);
+	ck_assert_double_eq_tol(s.rate, 100.0, 1e-9);
+}
+END_TEST
+
+START_TEST(limiter_rate_observe_outcome_classifies)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+
+	/* No error: reached, and classify is not even asked. */
+	agile_rate_observe_outcome(&l, 10 * MS, 0, &hooks);
+	ck_assert_int_eq(clock.classified, 0);
+	ck_assert_uint_eq(rate_stats(&l).totals.samples, 1);
+
+	/* A timeout is the downstream answering slowly: a real round trip. */
+	agile_rate_observe_outcome(&l, 30 * MS, ETIMEDOUT, &hooks);
+	ck_assert_int_eq(clock.classified, 1);
+	ck_assert_uint_eq(rate_stats(&l).totals.samples, 2);
+
+	/* Refused: unreachable, no sample. */
+	agile_rate_observe_outcome(&l, 50 * AGILE_NS_PER_US, ECONNREFUSED, &hooks);
+	ck_assert_int_eq(clock.classified, 2);
+	ck_assert_uint_eq(rate_stats(&l).totals.samples, 2);
+	ck_assert_uint_eq(rate_stats(&l).totals.unreachable, 1);
+
+	/* Canceled: aborted, nothing recorded but the count. */
+	agile_rate_observe_outcome(&l, 5 * MS, ECANCELED, &hooks);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_int_eq(clock.classified, 3);
+	ck_assert_uint_eq(s.totals.samples, 2);
+	ck_assert_uint_eq(s.totals.unreachable, 1);
+	ck_assert_uint_eq(s.totals.aborted, 1);
+
+	agile_rate_tick(&l, SEC);
+	s = rate_stats(&l);
+	ck_assert_uint_eq(s.samples, 2);
+	ck_assert_uint_eq(s.unreachable, 1);
+}
+END_TEST
+
+START_TEST(limiter_rate_observe_outcome_null_classify_is_reached)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	hooks.classify = NULL;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	/* Without classify every error is a round trip, as in the seed: the
+	 * refused call becomes a 50 us sample.  NULL hooks mean the same. */
+	agile_rate_observe_outcome(&l, 50 * AGILE_NS_PER_US, ECONNREFUSED, &hooks);
+	agile_rate_observe_outcome(&l, 50 * AGILE_NS_PER_US, ECANCELED, NULL);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.totals.samples, 2);
+	ck_assert_uint_eq(s.totals.unreachable, 0);
+	ck_assert_uint_eq(s.totals.aborted, 0);
+}
+END_TEST
+
+/* --- rate limiter: the Do wrapper ------------------------------------------- */
+
+START_TEST(limiter_rate_do_measures_the_call_not_the_wait)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(80); /* 10 req/s: 100 ms apart */
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	clock.latency_ns = 7 * MS;
+
+	/* The first slot is now: no sleep, a 7 ms call. */
+	ck_assert_int_eq(agile_rate_do(&l, &hooks, fake_call, &clock), 0);
+	ck_assert_int_eq(clock.sleeps, 0);
+	ck_assert_int_eq(clock.now_ns, 7 * MS);
+
+	/* The second slot is at 100 ms: the wrapper sleeps 93 ms, then the
+	 * call takes 7 ms.  End-to-end that is 100 ms; the sample must be 7. */
+	ck_assert_int_eq(agile_rate_do(&l, &hooks, fake_call, &clock), 0);
+	ck_assert_int_eq(clock.sleeps, 1);
+	ck_assert_int_eq(clock.slept_until_ns, 100 * MS);
+	ck_assert_int_eq(clock.now_ns, 107 * MS);
+
+	/* The wrapper returns fn's value, and a classified error still
+	 * counts as the downstream's answer when classify says reached. */
+	clock.error = ETIMEDOUT;
+	ck_assert_int_eq(agile_rate_do(&l, &hooks, fake_call, &clock),
+	                 ETIMEDOUT);
+	ck_assert_int_eq(clock.sleeps, 2);
+	ck_assert_int_eq(clock.now_ns, 207 * MS);
+	ck_assert_int_eq(clock.calls, 3);
+
+	agile_rate_tick(&l, SEC);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.samples, 3);
+	ck_assert_uint_eq(s.totals.grants, 3);
+	assert_latency_near(s.p50_ns, 7 * MS);
+	/* Were the 93 ms wait included, the p99 would read 100 ms. */
+	assert_latency_near(s.p99_ns, 7 * MS);
+}
+END_TEST
+
+START_TEST(limiter_rate_do_reports_unreachable_through_classify)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(80);
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	clock.latency_ns = 50 * AGILE_NS_PER_US;
+	clock.error = ECONNREFUSED;
+	ck_assert_int_eq(agile_rate_do(&l, &hooks, fake_call, &clock), ECONNREFUSED);
+	clock.error = ECANCELED;
+	ck_assert_int_eq(agile_rate_do(&l, &hooks, fake_call, &clock),
+	                 ECANCELED);
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.totals.samples, 0);
+	ck_assert_uint_eq(s.totals.unreachable, 1);
+	ck_assert_uint_eq(s.totals.aborted, 1);
+	ck_assert_uint_eq(s.totals.grants, 2);
+}
+END_TEST
+
+/* --- rate limiter: the tick clock ------------------------------------------- */
+
+START_TEST(limiter_rate_tick_if_due_not_before_due)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 5 * SEC), 0);
+	ck_assert(!agile_rate_tick_if_due(&l, 5 * SEC));
+	ck_assert(!agile_rate_tick_if_due(&l, 6 * SEC - 1));
+	ck_assert_uint_eq(rate_stats(&l).ticks, 0);
+	ck_assert(agile_rate_tick_if_due(&l, 6 * SEC));
+	ck_assert_uint_eq(rate_stats(&l).ticks, 1);
+	/* The next one is due a whole tick after the winner's now. */
+	ck_assert(!agile_rate_tick_if_due(&l, 7 * SEC - 1));
+	ck_assert(agile_rate_tick_if_due(&l, 7 * SEC));
+	ck_assert_uint_eq(rate_stats(&l).ticks, 2);
+}
+END_TEST
+
+START_TEST(limiter_rate_tick_if_due_one_winner)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+	int winners = 0;
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	/* Many callers notice the same due tick at the same instant. */
+	for (int i = 0; i < 64; i++)
+		winners += agile_rate_tick_if_due(&l, SEC) ? 1 : 0;
+	ck_assert_int_eq(winners, 1);
+	ck_assert_uint_eq(rate_stats(&l).ticks, 1);
+}
+END_TEST
+
+START_TEST(limiter_rate_tick_if_due_idle_runs_one_step)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+	int64_t now = 0;
+
+	c.preset = AGILE_PRESET_BALANCED;
+	ck_assert_int_eq(agile_rate_init(&l, &c, now), 0);
+	/* One healthy tick sets a 10 ms baseline and doubles 100 -> 200. */
+	take_n(&l, 100, now);
+	observe_n(&l, 100, 10 * MS);
+	now += SEC;
+	ck_assert(agile_rate_tick_if_due(&l, now));
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 200.0, 1e-9);
+	uint64_t ticks = rate_stats(&l).ticks;
+
+	/* Then an hour with no tick while congested samples pile up.  One
+	 * step runs: a single full down step, not 0.7^3600. */
+	observe_n(&l, 100, 100 * MS);
+	now += 3600 * SEC;
+	ck_assert(agile_rate_tick_if_due(&l, now));
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_uint_eq(s.ticks, ticks + 1);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_DECREASE);
+	ck_assert_double_eq_tol(s.rate, 140.0, 1e-9);
+	/* And no catch-up: the next step is one tick after this one. */
+	ck_assert(!agile_rate_tick_if_due(&l, now));
+	ck_assert(!agile_rate_tick_if_due(&l, now + SEC - 1));
+	ck_assert_uint_eq(rate_stats(&l).ticks, ticks + 1);
+	ck_assert(agile_rate_tick_if_due(&l, now + SEC));
+	ck_assert_uint_eq(rate_stats(&l).ticks, ticks + 2);
+}
+END_TEST
+
+START_TEST(limiter_rate_used_is_grants_per_second)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	take_n(&l, 37, 0);
+	agile_rate_tick(&l, SEC);
+	ck_assert_double_eq_tol(rate_stats(&l).used, 37.0, 1e-9);
+
+	/* Over a two-second tick the same count is half the rate. */
+	take_n(&l, 37, SEC);
+	agile_rate_tick(&l, 3 * SEC);
+	ck_assert_double_eq_tol(rate_stats(&l).used, 18.5, 1e-9);
+
+	/* try_take grants count too; a refused try_take does not. */
+	int64_t planned;
+	ck_assert(agile_rate_try_take(&l, 4 * SEC, SEC, &planned));
+	ck_assert(!agile_rate_try_take(&l, 4 * SEC, 0, &planned));
+	agile_rate_tick(&l, 4 * SEC);
+	ck_assert_double_eq_tol(rate_stats(&l).used, 1.0, 1e-9);
+	ck_assert_uint_eq(rate_stats(&l).totals.grants, 75);
+}
+END_TEST
+
+START_TEST(limiter_rate_utilisation_gate_holds_unused_rate)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	c.preset = AGILE_PRESET_BALANCED;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	/* Healthy, but only 49 of 100 req/s used: held, not raised. */
+	take_n(&l, 49, 0);
+	observe_n(&l, 49, 10 * MS);
+	agile_rate_tick(&l, SEC);
+	ck_assert_int_eq(rate_stats(&l).last_action, AGILE_ACTION_GATED);
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 100.0, 1e-9);
+	/* At half the rate the gate opens. */
+	take_n(&l, 50, SEC);
+	observe_n(&l, 50, 10 * MS);
+	agile_rate_tick(&l, 2 * SEC);
+	ck_assert_int_eq(rate_stats(&l).last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 200.0, 1e-9);
+}
+END_TEST
+
+START_TEST(limiter_rate_ceiling_holds_in_the_bucket)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(100); /* 10 ms at the ceiling */
+	int64_t now = 0;
+
+	c.preset = AGILE_PRESET_BALANCED;
+	ck_assert_int_eq(agile_rate_init(&l, &c, now), 0);
+	/* Healthy, fully used ticks: the controller saturates at the
+	 * ceiling and cold start ends there. */
+	for (int i = 0; i < 8; i++) {
+		take_paced(&l, now, now + SEC);
+		observe_n(&l, 100, 10 * MS);
+		now += SEC;
+		agile_rate_tick(&l, now);
+		ck_assert(agile_rate_rate(&l) <= 100.0);
+	}
+	ck_assert_double_eq_tol(agile_rate_rate(&l), 100.0, 1e-9);
+	ck_assert(!rate_stats(&l).cold_start);
+
+	/* Even were the bucket asked for far more than the ceiling, as a bug
+	 * in the law would ask, it spaces grants 1 / max apart. */
+	agile_bucket_set_rate(&l.bucket, 1e6);
+	now += 10 * SEC; /* an idle spell: no credit accumulates */
+	int64_t prev = agile_rate_take(&l, now);
+	ck_assert_int_eq(prev, now);
+	for (int i = 0; i < 1000; i++) {
+		int64_t planned = agile_rate_take(&l, now);
+		ck_assert_int_eq(planned - prev, 10 * MS);
+		prev = planned;
+	}
+}
+END_TEST
+
+START_TEST(limiter_rate_stats_populated)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	/* PresetNone with an SLO: the SLO anchor and the 5% ratio guard. */
+	c.slo_ns = 200 * MS;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	take_n(&l, 80, 0);
+	observe_n(&l, 90, 20 * MS);
+	observe_n(&l, 10, 300 * MS);
+	agile_rate_unavailable(&l);
+	agile_rate_aborted(&l);
+	agile_rate_tick(&l, SEC);
+
+	struct agile_stats s = rate_stats(&l);
+	ck_assert_double_eq_tol(s.rate, agile_rate_rate(&l), 1e-12);
+	assert_latency_near(s.baseline_ns, 20 * MS);
+	assert_latency_near(s.fast_ns, 20 * MS);
+	assert_latency_near(s.p50_ns, 20 * MS);
+	assert_latency_near(s.p99_ns, 300 * MS);
+	ck_assert_uint_eq(s.samples, 100);
+	ck_assert_uint_eq(s.unreachable, 1);
+	/* 10% above the SLO, smoothed with the previous 0: 0.05. */
+	ck_assert_double_eq_tol(s.tail_ratio, 0.05, 1e-12);
+	/* 0.05 + 3 x sqrt(0.05 x 0.95 / 100). */
+	ck_assert_double_eq_tol(s.tail_threshold, 0.1153834, 1e-6);
+	ck_assert(s.cold_start);
+	ck_assert(s.probe_mode);
+	ck_assert_double_eq_tol(s.used, 80.0, 1e-9);
+	ck_assert_uint_eq(s.ticks, 1);
+	ck_assert_uint_eq(s.blind_ticks, 0);
+	/* Healthy, but the SLO anchor waits for a second agreeing tick. */
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_HOLD);
+	ck_assert_uint_eq(s.totals.samples, 100);
+	ck_assert_uint_eq(s.totals.unreachable, 1);
+	ck_assert_uint_eq(s.totals.aborted, 1);
+	ck_assert_uint_eq(s.totals.grants, 80);
+	ck_assert_uint_eq(s.totals.refused, 0);
+}
+END_TEST
+
+/* --- concurrency limiter ----------------------------------------------------- */
+
+START_TEST(limiter_conc_init_rejects_zero_max)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(0);
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), -EINVAL);
+}
+END_TEST
+
+START_TEST(limiter_conc_try_take_up_to_limit)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(80); /* initial limit 10 */
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_uint_eq(agile_conc_limit(&l), 10);
+	for (int i = 0; i < 10; i++)
+		ck_assert(agile_conc_try_take(&l));
+	ck_assert_uint_eq(agile_conc_in_flight(&l), 10);
+	ck_assert(!agile_conc_try_take(&l));
+	ck_assert(!agile_conc_try_take(&l));
+	ck_assert_uint_eq(agile_conc_in_flight(&l), 10);
+
+	struct agile_stats s = conc_stats(&l);
+	ck_assert_uint_eq(s.totals.refused, 2);
+	ck_assert_uint_eq(s.totals.grants, 10);
+
+	agile_conc_release(&l);
+	ck_assert_uint_eq(agile_conc_in_flight(&l), 9);
+	ck_assert(agile_conc_try_take(&l));
+	ck_assert(!agile_conc_try_take(&l));
+	ck_assert_uint_eq(conc_stats(&l).totals.refused, 3);
+	ck_assert_uint_eq(conc_stats(&l).totals.grants, 11);
+}
+END_TEST
+
+START_TEST(limiter_conc_release_below_zero_does_not_wrap)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(80);
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	agile_conc_release(&l);
+	agile_conc_release(&l);
+	ck_assert_uint_eq(agile_conc_in_flight(&l), 0);
+	/* A wrapped counter would refuse everything (or, cast, admit without
+	 * bound); the limit still admits exactly 10. */
+	int admitted = 0;
+	for (int i = 0; i < 20; i++)
+		admitted += agile_conc_try_take(&l) ? 1 : 0;
+	ck_assert_int_eq(admitted, 10);
+}
+END_TEST
+
+START_TEST(limiter_conc_limit_follows_controller)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(80);
+	int64_t now = 0;
+
+	c.preset = AGILE_PRESET_BALANCED;
+	ck_assert_int_eq(agile_conc_init(&l, &c, now), 0);
+	/* A full, healthy tick: cold start doubles the limit. */
+	for (int i = 0; i < 10; i++)
+		ck_assert(agile_conc_try_take(&l));
+	for (int i = 0; i < 10; i++) {
+		agile_conc_observe(&l, 10 * MS);
+		agile_conc_release(&l);
+	}
+	now += SEC;
+	ck_assert(agile_conc_tick_if_due(&l, now));
+	ck_assert_uint_eq(agile_conc_limit(&l), 20);
+	ck_assert_double_eq_tol(conc_stats(&l).rate, 20.0, 1e-9);
+
+	/* A congested tick (5x the baseline): a full 30% step, 20 -> 14. */
+	for (int i = 0; i < 10; i++)
+		agile_conc_observe(&l, 50 * MS);
+	now += SEC;
+	ck_assert(agile_conc_tick_if_due(&l, now));
+	ck_assert_uint_eq(agile_conc_limit(&l), 14);
+	ck_assert_int_eq(conc_stats(&l).last_action, AGILE_ACTION_DECREASE);
+	for (int i = 0; i < 14; i++)
+		ck_assert(agile_conc_try_take(&l));
+	ck_assert(!agile_conc_try_take(&l));
+}
+END_TEST
+
+START_TEST(limiter_conc_peak_in_flight_is_used)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(80);
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	for (int i = 0; i < 7; i++)
+		ck_assert(agile_conc_try_take(&l));
+	for (int i = 0; i < 4; i++)
+		agile_conc_release(&l);
+	agile_conc_tick(&l, SEC);
+	ck_assert_double_eq_tol(conc_stats(&l).used, 7.0, 1e-9);
+	/* A quiet tick still counts the 3 that never left. */
+	agile_conc_tick(&l, 2 * SEC);
+	ck_assert_double_eq_tol(conc_stats(&l).used, 3.0, 1e-9);
+	for (int i = 0; i < 3; i++)
+		agile_conc_release(&l);
+	agile_conc_tick(&l, 3 * SEC);
+	ck_assert_double_eq_tol(conc_stats(&l).used, 3.0, 1e-9);
+	agile_conc_tick(&l, 4 * SEC);
+	ck_assert_double_eq_tol(conc_stats(&l).used, 0.0, 1e-9);
+}
+END_TEST
+
+START_TEST(limiter_conc_do_overloaded_without_running_fn)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(80);
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	for (int i = 0; i < 10; i++)
+		ck_assert(agile_conc_try_take(&l));
+	ck_assert_int_eq(agile_conc_do(&l, &hooks, fake_call, &clock),
+	                 AGILE_EOVERLOADED);
+	ck_assert_int_eq(clock.calls, 0);
+	ck_assert_int_eq(clock.now_ns, 0);
+	ck_assert_uint_eq(conc_stats(&l).totals.refused, 1);
+	ck_assert_uint_eq(conc_stats(&l).totals.samples, 0);
+	ck_assert_uint_eq(agile_conc_in_flight(&l), 10);
+}
+END_TEST
+
+START_TEST(limiter_conc_do_observes_duration)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(80);
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	clock.latency_ns = 42 * MS;
+	clock.error = ETIMEDOUT;
+	ck_assert_int_eq(agile_conc_do(&l, &hooks, fake_call, &clock),
+	                 ETIMEDOUT);
+	ck_assert_int_eq(clock.calls, 1);
+	ck_assert_int_eq(clock.sleeps, 0);
+	/* The slot was released when fn returned. */
+	ck_assert_uint_eq(agile_conc_in_flight(&l), 0);
+
+	/* A refused dependency is unreachable, not a 0 ms handler. */
+	clock.latency_ns = 0;
+	clock.error = ECONNREFUSED;
+	ck_assert_int_eq(agile_conc_do(&l, &hooks, fake_call, &clock),
+	                 ECONNREFUSED);
+	ck_assert_uint_eq(agile_conc_in_flight(&l), 0);
+
+	agile_conc_tick(&l, SEC);
+	struct agile_stats s = conc_stats(&l);
+	ck_assert_uint_eq(s.samples, 1);
+	ck_assert_uint_eq(s.unreachable, 1);
+	assert_latency_near(s.p50_ns, 42 * MS);
+	ck_assert_uint_eq(s.totals.grants, 2);
+	ck_assert_double_eq_tol(s.used, 1.0, 1e-9);
+}
+END_TEST
+
+START_TEST(limiter_conc_outcomes_and_truncated)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_max(80);
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	c.slo_ns = 100 * MS;
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	agile_conc_unavailable(&l);
+	agile_conc_observe_outcome(&l, 0, ECONNREFUSED, &hooks);
+	agile_conc_observe_outcome(&l, 3 * MS, ECANCELED, &hooks);
+	agile_conc_observe_outcome(&l, 9 * MS, ETIMEDOUT, &hooks);
+	agile_conc_observe_truncated(&l, 50 * MS);
+	agile_conc_observe_truncated(&l, 150 * MS);
+	struct agile_stats s = conc_stats(&l);
+	ck_assert_uint_eq(s.totals.unreachable, 2);
+	ck_assert_uint_eq(s.totals.aborted, 1);
+	ck_assert_uint_eq(s.totals.samples, 2);
+	ck_assert_uint_eq(s.totals.truncated, 1);
+	ck_assert_uint_eq(s.totals.dropped_truncated, 1);
+}
+END_TEST
 
 Suite *limiter_suite(void)
 {
-	return suite_create("limiter");
+	Suite *s = suite_create("limiter");
+	TCase *rate = tcase_create("rate");
+	TCase *conc = tcase_create("concurrency");
+
+	tcase_add_test(rate, limiter_rate_init_rejects_zero_max);
+	tcase_add_test(rate, limiter_rate_init_defaults);
+	tcase_add_test(rate, limiter_rate_init_initial_not_below_floor);
+	tcase_add_test(rate, limiter_rate_take_spacing_follows_rate);
+	tcase_add_test(rate, limiter_rate_try_take_respects_max_wait);
+	tcase_add_test(rate, limiter_rate_observe_counts_after_tick);
+	tcase_add_test(rate, limiter_rate_truncated_recorded_only_past_slo);
+	tcase_add_test(rate, limiter_rate_truncated_dropped_without_slo);
+	tcase_add_test(rate, limiter_rate_truncated_never_ends_probe_mode);
+	tcase_add_test(rate, limiter_rate_unavailable_counted_per_tick);
+	tcase_add_test(rate, limiter_rate_aborted_is_not_a_signal);
+	tcase_add_test(rate, limiter_rate_observe_outcome_classifies);
+	tcase_add_test(rate, limiter_rate_observe_outcome_null_classify_is_reached);
+	tcase_add_test(rate, limiter_rate_do_measures_the_call_not_the_wait);
+	tcase_add_test(rate, limiter_rate_do_reports_unreachable_through_classify);
+	tcase_add_test(rate, limiter_rate_tick_if_due_not_before_due);
+	tcase_add_test(rate, limiter_rate_tick_if_due_one_winner);
+	tcase_add_test(rate, limiter_rate_tick_if_due_idle_runs_one_step);
+	tcase_add_test(rate, limiter_rate_used_is_grants_per_second);
+	tcase_add_test(rate, limiter_rate_utilisation_gate_holds_unused_rate);
+	tcase_add_test(rate, limiter_rate_ceiling_holds_in_the_bucket);
+	tcase_add_test(rate, limiter_rate_stats_populated);
+	suite_add_tcase(s, rate);
+
+	tcase_add_test(conc, limiter_conc_init_rejects_zero_max);
+	tcase_add_test(conc, limiter_conc_try_take_up_to_limit);
+	tcase_add_test(conc, limiter_conc_release_below_zero_does_not_wrap);
+	tcase_add_test(conc, limiter_conc_limit_follows_controller);
+	tcase_add_test(conc, limiter_conc_peak_in_flight_is_used);
+	tcase_add_test(conc, limiter_conc_do_overloaded_without_running_fn);
+	tcase_add_test(conc, limiter_conc_do_observes_duration);
+	tcase_add_test(conc, limiter_conc_outcomes_and_truncated);
+	suite_add_tcase(s, conc);
+	return s;
 }
