@@ -16,6 +16,8 @@ int main(void)
 	srunner_add_suite(runner, limiter_suite());
 	srunner_add_suite(runner, stories_suite());
 	srunner_add_suite(runner, stress_suite());
+	srunner_add_suite(runner, laws_suite());
+	srunner_add_suite(runner, adaptx_suite());
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);
 	srunner_free(runner);

@@ -14,5 +14,7 @@ Suite *controller_suite(void);
 Suite *limiter_suite(void);
 Suite *stories_suite(void);
 Suite *stress_suite(void);
+Suite *laws_suite(void);
+Suite *adaptx_suite(void);
 
 #endif
