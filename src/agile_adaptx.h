@@ -236,8 +236,8 @@ int agile_adaptx_try_execute(struct agile_adaptx *l, int64_t deadline_ns,
 /*
  * Close the window if it is due at now_ns, without a release: for callers
  * that want windows to close on a timer as well.  Returns what the law did.
- * With AGILE_LAW_AGILE it runs the core's tick when due (AGILE_LAW_HELD,
- * _INCREASED or _DECREASED) .
+ * With AGILE_LAW_AGILE it runs the core's tick when due and reports
+ * AGILE_LAW_HELD, _INCREASED or _DECREASED.
  */
 enum agile_law_result agile_adaptx_advance(struct agile_adaptx *l,
                                            int64_t now_ns,
@@ -277,8 +277,11 @@ int agile_adaptx_close_drain(struct agile_adaptx *l, int64_t timeout_ns,
  * Zero the counters and the latency history, and put the law back at its
  * initial limit (raised to the in-flight count when more are in flight),
  * clearing its estimators, credit, warm-up count and window.  In-flight
- * calls and the closed state are untouched.  With AGILE_LAW_AGILE the core
- * limiter is re-initialised, keeping its in-flight count.
+ * calls and the closed state are untouched, and the limit-change hook is
+ * not called.  With AGILE_LAW_AGILE the core limiter is re-initialised from
+ * its configuration, keeping its in-flight count.  Meant for a quiet moment:
+ * unlike adaptx's, it takes no lock, so a release racing it may be counted
+ * on either side of the reset.
  */
 void agile_adaptx_reset_stats(struct agile_adaptx *l, int64_t now_ns);
 

@@ -38,6 +38,7 @@ struct env {
 	double draws[8];
 	int ndraws;
 	int drawn;
+	int draw_calls;
 	/* Limit changes seen by the hook. */
 	int changes;
 	int64_t change_old[16];
@@ -81,6 +82,7 @@ static double env_draw(void *arg)
 {
 	struct env *e = arg;
 
+	e->draw_calls++;
 	return e->drawn < e->ndraws ? e->draws[e->drawn++] : 0.5;
 }
 
@@ -623,7 +625,9 @@ START_TEST(adaptx_shrink_pulls_idle_permits_at_once)
 	agile_adaptx_stats(&lim, env.now, &st);
 	ck_assert_int_eq(st.limit, 5);
 	ck_assert_int_eq(st.in_flight, 1);
-	ck_assert_int_eq(st.available, 4); /* 7 idle, 3 of them... 5 pulled */
+	/* Of the 8 idle permits at the close, 5 were pulled at once: 4 are
+	 * left beside the one call still held. */
+	ck_assert_int_eq(st.available, 4);
 	ck_assert_int_eq(st.debt, 0);
 	ck_assert_uint_eq(st.decreases, 1);
 }
@@ -737,8 +741,8 @@ START_TEST(adaptx_warmup_and_utilisation_on_defaults)
 	/* Window 0 held 10 samples: warm-up done, 10 -> 11; then 12, 13. */
 	ck_assert_int_eq(agile_adaptx_limit(&lim), 13);
 	ck_assert_uint_eq(lim.counters.increases, 3);
-	/* Two draws per closed window, each only once the window was due. */
-	ck_assert_int_eq(env.drawn, 0); /* env.ndraws == 0: defaults used */
+	/* Two draws per closed window, taken only once a window was due. */
+	ck_assert_int_eq(env.draw_calls, 6);
 }
 END_TEST
 
@@ -796,6 +800,37 @@ START_TEST(adaptx_limit_change_hook_sees_old_and_new)
 	ck_assert_int_eq(agile_adaptx_limit(&lim), 2);
 	ck_assert_int_eq(env.changes, 2);
 	ck_assert_uint_eq(lim.counters.decreases, 2);
+}
+END_TEST
+
+/* Vegas through execute: calls at the floor latency grow the limit, calls
+ * three times slower back it off, each once per window. */
+START_TEST(adaptx_vegas_backs_off_when_latency_climbs)
+{
+	start(AGILE_LAW_VEGAS, 10, 100); /* rtt_min decay 0.001 */
+	env.fn_duration = 10 * MS;
+	for (int i = 0; i < 3; i++)
+		agile_adaptx_execute(&lim, AGILE_ADAPTX_NO_DEADLINE, &hooks, callback,
+		                     &env, NULL);
+	env.now = SEC;
+	agile_adaptx_execute(&lim, AGILE_ADAPTX_NO_DEADLINE, &hooks, callback, &env,
+	                     NULL);
+	/* queue 0 < alpha 0.9: +1. */
+	ck_assert_int_eq(agile_adaptx_limit(&lim), 11);
+	env.fn_duration = 30 * MS;
+	for (int i = 0; i < 3; i++)
+		agile_adaptx_execute(&lim, AGILE_ADAPTX_NO_DEADLINE, &hooks, callback,
+		                     &env, NULL);
+	ck_assert_int_eq(agile_adaptx_limit(&lim), 11);
+	env.now = 2 * SEC;
+	agile_adaptx_execute(&lim, AGILE_ADAPTX_NO_DEADLINE, &hooks, callback, &env,
+	                     NULL);
+	/* avg 14 ms, rtt_min 10 + 0.001 x 4 = 10.004 ms; queue = 11 x (1 -
+	 * 10.004/30) = 7.33 > 2 alpha = 1.98: 11 x 0.5 -> 5. */
+	ck_assert_int_eq(agile_adaptx_limit(&lim), 5);
+	ck_assert_uint_eq(lim.counters.increases, 1);
+	ck_assert_uint_eq(lim.counters.decreases, 1);
+	ck_assert_int_eq(env.fn_runs, 8);
 }
 END_TEST
 
@@ -975,7 +1010,7 @@ START_TEST(adaptx_stats_latency_fields_are_exact)
 {
 	struct agile_adaptx_permit p;
 	struct agile_adaptx_stats st;
-	/* 11 samples, recorded out of order: 10, 20, ..., 110 ms, and 1000. */
+	/* 11 samples, recorded out of order: 10, 20, ..., 110 ms. */
 	int64_t lat[] = {70, 10, 110, 30, 50, 20, 90, 40, 100, 60, 80};
 
 	start(AGILE_LAW_AIMD, 4, 10);
@@ -1083,6 +1118,25 @@ START_TEST(adaptx_agile_law_drives_the_core_limiter)
 	ck_assert_int_eq(st.limit, agile_adaptx_limit(&lim));
 	ck_assert_int_ge(st.limit, 1);
 	ck_assert_int_le(st.limit, 64);
+}
+END_TEST
+
+START_TEST(adaptx_agile_law_runs_with_a_given_core_config)
+{
+	struct agile_law_options o = plain(AGILE_LAW_AGILE, 8, 64);
+	struct agile_config core = {.max_rate = 32, .initial_rate = 3,
+	                            .floor_rate = 2, .tick_ns = 250 * MS};
+
+	ck_assert_int_eq(agile_adaptx_init(&lim, &o, &core, 0), 0);
+	ck_assert_int_eq(agile_adaptx_limit(&lim), 3);
+	ck_assert_int_eq(agile_conc_config(&lim.core)->tick_ns, 250 * MS);
+	ck_assert_int_eq(agile_adaptx_advance(&lim, 250 * MS - 1, &hooks),
+	                 AGILE_LAW_NOT_DUE);
+	ck_assert_int_ne(agile_adaptx_advance(&lim, 250 * MS, &hooks),
+	                 AGILE_LAW_NOT_DUE);
+	/* A configuration the core refuses fails the init. */
+	core.max_rate = 0;
+	ck_assert_int_eq(agile_adaptx_init(&lim, &o, &core, 0), -EINVAL);
 }
 END_TEST
 
@@ -1225,6 +1279,7 @@ Suite *adaptx_suite(void)
 	tcase_add_test(window, adaptx_warmup_and_utilisation_on_defaults);
 	tcase_add_test(window, adaptx_jitter_draws_come_from_the_hook);
 	tcase_add_test(window, adaptx_limit_change_hook_sees_old_and_new);
+	tcase_add_test(window, adaptx_vegas_backs_off_when_latency_climbs);
 	tcase_add_test(window, adaptx_advance_closes_a_window_without_a_release);
 	suite_add_tcase(s, window);
 
@@ -1243,6 +1298,7 @@ Suite *adaptx_suite(void)
 	suite_add_tcase(s, stats);
 
 	tcase_add_test(core, adaptx_agile_law_drives_the_core_limiter);
+	tcase_add_test(core, adaptx_agile_law_runs_with_a_given_core_config);
 	tcase_add_test(core, adaptx_agile_law_execute_and_reset_keep_in_flight);
 	suite_add_tcase(s, core);
 
