@@ -467,8 +467,8 @@ void agile_adaptx_reset_stats(struct agile_adaptx *l, int64_t now_ns)
 
 /* --- stats ------------------------------------------------------------------- */
 
-/* The samples recorded after `cutoff_ns`, seen through a callback-free walk:
- * ring slots in use and the in-window test. */
+/* The part of the history the stats look at: the first `used` ring slots,
+ * and of those only the samples recorded after `cutoff_ns`. */
 struct history {
 	const struct agile_adaptx *l;
 	uint64_t used;
