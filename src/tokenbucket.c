@@ -103,11 +103,14 @@ int64_t agile_token_bucket_next(const struct agile_token_bucket *b,
 	double estimate = ceil((double)deficit / b->rate_per_s);
 	if (estimate >= 9.2e18)
 		return INT64_MAX;
-	/* The estimate may land a nanosecond short once refill() rounds down;
-	 * step until the refill the take will compute covers the deficit. */
+	/* The estimate may be a nanosecond off either way once refill()
+	 * rounds down: settle on the shortest wait whose refill, computed as
+	 * the take will compute it, covers the deficit. */
 	int64_t wait_ns = estimate < 1 ? 1 : (int64_t)estimate;
 	while (refill(b, wait_ns, deficit) < deficit && wait_ns < INT64_MAX)
 		wait_ns++;
+	while (wait_ns > 1 && refill(b, wait_ns - 1, deficit) >= deficit)
+		wait_ns--;
 	return wait_ns;
 }
 

@@ -16,5 +16,8 @@ Suite *stories_suite(void);
 Suite *stress_suite(void);
 Suite *laws_suite(void);
 Suite *adaptx_suite(void);
+Suite *resilience_suite(void);
+Suite *breaker_suite(void);
+Suite *keyed_suite(void);
 
 #endif
