@@ -53,6 +53,9 @@ struct agile_fd {
 	int32_t dest;             /* rule index of the destination */
 	int64_t grant_ns;         /* planned time of an unwaited grant, 0 none */
 	int64_t request_start_ns; /* when the request in flight was sent */
+	int64_t response_ns;      /* when its response became readable, seen
+	                             while the sending thread waited for another
+	                             socket's grant; 0 when not seen that way */
 };
 
 extern struct agile_fd *agile__fd_table;

@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 
 #include "agile.h"
@@ -42,6 +43,104 @@ static void store8(uint8_t *p, uint8_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+/*
+ * The sockets on which this thread has a request in flight.  While the
+ * thread sleeps for a grant (in an event loop: in one socket's send), the
+ * responses on these sockets cannot be read, so the wait watches them with
+ * ppoll and stamps response_ns when one becomes readable: the round trip
+ * ends there, not when the program finally reads it.  A thread-per-
+ * connection program has no other socket in flight and just sleeps.  Only
+ * the sending thread's sockets are watched; 64 covers any event loop's
+ * concurrency that pacing leaves room for, and a socket beyond it is
+ * measured at its read as before.
+ */
+#define WATCH_MAX 64
+static __thread int watch_fds[WATCH_MAX]
+	__attribute__((tls_model("initial-exec")));
+static __thread int watch_count __attribute__((tls_model("initial-exec")));
+
+static int fd_of(const struct agile_fd *t)
+{
+	return (int)(t - __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE));
+}
+
+static void watch_add(int fd)
+{
+	for (int i = 0; i < watch_count; i++)
+		if (watch_fds[i] == fd)
+			return;
+	if (watch_count < WATCH_MAX)
+		watch_fds[watch_count++] = fd;
+}
+
+/* Keep the watched sockets whose response has not been seen; fill pfd. */
+static int watch_prepare(struct pollfd *pfd)
+{
+	int keep = 0;
+
+	for (int i = 0; i < watch_count; i++) {
+		int fd = watch_fds[i];
+		struct agile_fd *t = agile__fd_lookup(fd);
+
+		if (t == NULL ||
+		    __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
+		    AGILE_REQ_IN_FLIGHT ||
+		    __atomic_load_n(&t->response_ns, __ATOMIC_ACQUIRE) != 0)
+			continue;
+		watch_fds[keep] = fd;
+		pfd[keep].fd = fd;
+		pfd[keep].events = POLLIN | POLLRDHUP;
+		pfd[keep].revents = 0;
+		keep++;
+	}
+	watch_count = keep;
+	return keep;
+}
+
+/* Sleep until `planned`, stamping responses that arrive meanwhile.  Signals
+ * restart the wait, as in agile__sleep_until. */
+static void wait_watching(int64_t planned)
+{
+	struct pollfd pfd[WATCH_MAX];
+
+	for (;;) {
+		int64_t now = agile__now_ns();
+		struct timespec timeout;
+		int n, rc;
+
+		if (now >= planned)
+			return;
+		n = watch_prepare(pfd);
+		if (n == 0) {
+			agile__sleep_until(planned);
+			return;
+		}
+		timeout.tv_sec = (planned - now) / AGILE_NS_PER_S;
+		timeout.tv_nsec = (planned - now) % AGILE_NS_PER_S;
+		rc = ppoll(pfd, (nfds_t)n, &timeout, NULL);
+		if (rc < 0 && errno != EINTR) {
+			agile__sleep_until(planned);
+			return;
+		}
+		if (rc <= 0)
+			continue;
+		now = agile__now_ns();
+		for (int i = 0; i < n; i++) {
+			struct agile_fd *t;
+			int64_t zero = 0;
+
+			if (!(pfd[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
+			                        POLLERR)) ||
+			    (t = agile__fd_lookup(pfd[i].fd)) == NULL)
+				continue;
+			__atomic_compare_exchange_n(&t->response_ns, &zero,
+			                            now, false,
+			                            __ATOMIC_ACQ_REL,
+			                            __ATOMIC_ACQUIRE);
+		}
+	}
+}
+
 /* Wait for the socket's unwaited grant, if any.  Returns the time after. */
 static int64_t settle_grant(struct agile_fd *t, int64_t now)
 {
@@ -49,7 +148,7 @@ static int64_t settle_grant(struct agile_fd *t, int64_t now)
 	                                      __ATOMIC_ACQ_REL);
 
 	if (planned > now) {
-		agile__sleep_until(planned);
+		wait_watching(planned);
 		now = agile__now_ns();
 	}
 	return now;
@@ -146,6 +245,7 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	t->request = AGILE_REQ_GRANTED;
 	t->flags = 0;
 	t->request_start_ns = 0;
+	t->response_ns = 0;
 	__atomic_store_n(&t->grant_ns, agile_rate_take(&s->limiter, now),
 	                 __ATOMIC_RELEASE);
 	store8(&t->tracked, 1);
@@ -229,9 +329,11 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 	store8(&t->phase, AGILE_FD_CONNECTED);
 	request = load8(&t->request);
 	if (request != AGILE_REQ_IN_FLIGHT) {
+		__atomic_store_n(&t->response_ns, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&t->request_start_ns, start_ns,
 		                 __ATOMIC_RELEASE);
 		store8(&t->request, AGILE_REQ_IN_FLIGHT);
+		watch_add(fd_of(t));
 	}
 }
 
@@ -254,7 +356,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
                              size_t asked)
 {
 	struct agile_state_slot *s;
-	int64_t start, now;
+	int64_t start, now, seen;
 
 	if (result < 0 && !is_unreachable(error) && error != ECONNRESET) {
 		errno = error;
@@ -269,6 +371,9 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 		connect_failed(t, s, error);
 	} else if ((start = claim_request(t)) != 0) {
 		now = agile__now_ns();
+		seen = __atomic_exchange_n(&t->response_ns, 0, __ATOMIC_ACQ_REL);
+		if (seen != 0 && seen >= start && seen < now)
+			now = seen;
 		if (result > 0) {
 			store8(&t->phase, AGILE_FD_CONNECTED);
 			agile_rate_observe(&s->limiter, now - start);
@@ -361,6 +466,8 @@ void agile__track_dup(int oldfd, int newfd)
 		                                   __ATOMIC_ACQ_REL);
 		to->request_start_ns = __atomic_exchange_n(
 			&from->request_start_ns, 0, __ATOMIC_ACQ_REL);
+		to->response_ns = __atomic_exchange_n(&from->response_ns, 0,
+		                                      __ATOMIC_ACQ_REL);
 		if (to->request == AGILE_REQ_IN_FLIGHT &&
 		    to->request_start_ns == 0)
 			to->request = AGILE_REQ_FREE;

@@ -15,6 +15,11 @@
  *                  request starts when the send returns success, timed
  *                  from just before the real call (never from the wait).
  *   first read     returning data after that ends the request: one sample.
+ *                  An event loop that sleeps in one socket's send (waiting
+ *                  for its grant) cannot read another socket's response
+ *                  meanwhile; so that this stall is never measured as round
+ *                  trip, the wait polls the thread's sockets with a request
+ *                  in flight and stamps a response when it becomes readable.
  *   next send      (pace=request) takes a new grant and waits for it.
  *   failure        ECONNREFUSED, ENETUNREACH, EHOSTUNREACH from connect,
  *                  getsockopt(SO_ERROR) or the first send/recv: unreachable,

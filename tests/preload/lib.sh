@@ -129,3 +129,14 @@ PY
 }
 
 count_lines() { wc -l <"$1" | tr -d ' '; }
+
+# The median of the per-tick p50s (ms) of the ticks that saw samples.
+history_p50() {
+	"$AGILESTAT" --history >"$tmp/history.csv" || fail "agilestat --history failed"
+	python3 - "$tmp/history.csv" "$1" <<'PY'
+import csv, statistics, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1]))
+        if r["name"] == sys.argv[2] and int(r["samples"]) > 0]
+print("%.3f" % statistics.median(float(r["p50_ms"]) for r in rows) if rows else -1)
+PY
+}

@@ -22,14 +22,7 @@ preloaded curl -sf -o /dev/null -o /dev/null -o /dev/null -o /dev/null \
 
 samples=$(stat_json slow 'd["samples_total"]')
 connects=$(stat_json slow 'd["connects"]')
-"$AGILESTAT" --history >"$tmp/history.csv"
-# The median of the per-tick p50s of ticks that saw samples.
-p50=$(python3 - "$tmp/history.csv" <<'PY'
-import csv, statistics, sys
-rows = [r for r in csv.DictReader(open(sys.argv[1])) if int(r["samples"]) > 0]
-print(statistics.median(float(r["p50_ms"]) for r in rows) if rows else 0)
-PY
-)
+p50=$(history_p50 slow)
 rate=$(arrival_rate "$tmp/slow.arrivals")
 note "samples $samples over $connects connection(s), p50 $p50 ms, server saw $rate/s"
 check "v[0] == 12" "one sample per request on a kept-alive connection" "$samples"
