@@ -60,8 +60,9 @@ enum agile_keyed_kind {
 struct agile_keyed_config {
 	enum agile_keyed_kind kind;
 	double rate_per_s;  /* tokens per second per key; > 0 for MEMORY */
-	double burst;       /* tokens a key may save up; <= 0 means the rate,
-	                       and never under one (as agile_token_bucket) */
+	double burst;       /* tokens a key may save up; 0 means the rate, and
+	                       never under one (as agile_token_bucket);
+	                       negative is invalid */
 	int64_t max_keys;   /* key bound; <= 0 removes it, leaving the idle
 	                       reclaim as the only limit on memory */
 	uint32_t sweep_per_call; /* entries examined per allow; 0: default */

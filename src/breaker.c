@@ -135,6 +135,13 @@ static void record(struct agile_breaker *b, int64_t now_ns, enum outcome o)
 	}
 }
 
+/* Nanoseconds from since_ns to now_ns, zero when now_ns is not later; the
+ * unsigned difference cannot overflow. */
+static uint64_t quiet_for(int64_t since_ns, int64_t now_ns)
+{
+	return now_ns <= since_ns ? 0 : (uint64_t)now_ns - (uint64_t)since_ns;
+}
+
 static bool let_through(struct agile_breaker *b, int64_t now_ns,
                         struct agile_breaker_call *call)
 {
@@ -158,7 +165,8 @@ bool agile_breaker_allow(struct agile_breaker *b, int64_t now_ns,
 	/* The probe: the window is refusing, but nothing has been let through
 	 * for longer than probe_ns, so this one call finds out whether the
 	 * backend is back. */
-	if (b->has_passed && now_ns - b->last_pass_ns > b->sre.probe_ns)
+	if (b->has_passed && quiet_for(b->last_pass_ns, now_ns) >
+	                         (uint64_t)b->sre.probe_ns)
 		return let_through(b, now_ns, call);
 	if (roll < scaled(b, &r, drop)) {
 		record(b, now_ns, DROP);

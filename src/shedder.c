@@ -55,8 +55,14 @@ static bool is_hot(const struct agile_shedder *s, int64_t now_ns,
 {
 	if (cpu_permille >= s->shed.cpu)
 		return true;
-	return s->dropped && s->was_hot &&
-	       now_ns - s->hot_ns < s->shed.cool_ns;
+	if (!s->dropped || !s->was_hot)
+		return false;
+	/* A reading before the last hot one (a clock that stepped back)
+	 * counts as no time since it. */
+	uint64_t since = now_ns <= s->hot_ns
+	                         ? 0
+	                         : (uint64_t)now_ns - (uint64_t)s->hot_ns;
+	return since < (uint64_t)s->shed.cool_ns;
 }
 
 void agile_shedder_read(const struct agile_shedder *s, int64_t now_ns,

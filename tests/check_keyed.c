@@ -539,6 +539,99 @@ START_TEST(keyed_hash_key_changes_nothing_visible)
 }
 END_TEST
 
+/* --- against a reference model ------------------------------------------------ */
+
+/*
+ * Twenty thousand random allows and hints over 300 keys through a bound of
+ * 64, checked call by call against a model that keeps the same buckets in
+ * a plain array and finds the least recently seen key by scanning.  The
+ * rate is low enough (idle after 10,000 s) that nothing goes idle within
+ * the run, so the model needs no sweep; what it checks is the hash table
+ * and the recency list under constant eviction and reuse.
+ */
+#define MODEL_KEYS 300
+
+struct model {
+	bool present[MODEL_KEYS];
+	uint64_t seen[MODEL_KEYS];
+	struct agile_token_bucket bucket[MODEL_KEYS];
+	int count;
+	uint64_t clock;
+};
+
+static bool model_allow(struct model *m, int key, int64_t now, int max_keys)
+{
+	if (!m->present[key]) {
+		if (m->count >= max_keys) {
+			int oldest = -1;
+			for (int i = 0; i < MODEL_KEYS; i++)
+				if (m->present[i] &&
+				    (oldest < 0 || m->seen[i] < m->seen[oldest]))
+					oldest = i;
+			m->present[oldest] = false;
+			m->count--;
+		}
+		m->present[key] = true;
+		m->count++;
+		ck_assert_int_eq(agile_token_bucket_init(&m->bucket[key], 0.001,
+		                                         5, now), 0);
+	}
+	m->seen[key] = ++m->clock;
+	return agile_token_bucket_take(&m->bucket[key], now, 1);
+}
+
+static bool model_hint(const struct model *m, int key, int64_t now,
+                       int64_t *wait)
+{
+	if (!m->present[key] ||
+	    agile_token_bucket_tokens(&m->bucket[key], now) > 1.0)
+		return false;
+	*wait = agile_token_bucket_next(&m->bucket[key], now, 1);
+	return true;
+}
+
+START_TEST(keyed_matches_reference_model)
+{
+	static struct model m;
+	struct agile_keyed_config c;
+	struct agile_keyed *k;
+	uint64_t rng = 7;
+	int64_t now = 0;
+	char name[32];
+
+	memset(&m, 0, sizeof(m));
+	agile_keyed_config_init(&c);
+	c.rate_per_s = 0.001;
+	c.burst = 5;
+	c.max_keys = 64;
+	c.sweep_per_call = 3;
+	ck_assert_int_eq(agile_keyed_create(&c, 0, &k), 0);
+	ck_assert_int_eq(agile_keyed_idle_ns(k), 10000 * SEC);
+	for (int op = 0; op < 20000; op++) {
+		rng = rng * 6364136223846793005u + 1442695040888963407u;
+		/* Skewed keys: a hot few and a long tail. */
+		int key = (int)((rng >> 33) % MODEL_KEYS);
+		if ((rng >> 20) % 4 != 0)
+			key %= 40;
+		now += (int64_t)((rng >> 40) % 50) * MS;
+		key_name(name, sizeof(name), key);
+		if ((rng >> 10) % 5 == 0) {
+			int64_t got = -1, want = -1;
+			bool has = hint(k, name, now, &got);
+			ck_assert_int_eq(has, model_hint(&m, key, now, &want));
+			ck_assert_int_eq(got, want);
+		} else {
+			ck_assert_int_eq(allow(k, name, now),
+			                 model_allow(&m, key, now, 64));
+		}
+		ck_assert_uint_eq(stats(k).keys, (uint64_t)m.count);
+	}
+	ck_assert_uint_eq(stats(k).idle_evictions, 0);
+	ck_assert_uint_gt(stats(k).capacity_evictions, 1000);
+	agile_keyed_destroy(k);
+}
+END_TEST
+
 Suite *keyed_suite(void)
 {
 	Suite *s = suite_create("keyed");
@@ -567,6 +660,7 @@ Suite *keyed_suite(void)
 	tcase_add_test(reclaim, keyed_bound_counts_idle_victim_as_idle);
 	tcase_add_test(reclaim, keyed_unbounded);
 	tcase_add_test(reclaim, keyed_churn_keeps_table_consistent);
+	tcase_add_test(reclaim, keyed_matches_reference_model);
 	suite_add_tcase(s, reclaim);
 
 	TCase *hints = tcase_create("retry_after");
