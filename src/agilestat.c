@@ -40,6 +40,7 @@ struct view {
 	int32_t pids[AGILE_STATE_PIDS];
 	int live;
 	bool blind;
+	uint64_t blind_for; /* ticks without a sample, or without any step */
 	uint64_t connects, unreachable, truncated;
 };
 
@@ -72,9 +73,11 @@ static void read_view(const struct agile_state_slot *s, struct view *v)
 	 * has not run a tick for a while (it makes no calls at all). */
 	since_tick = unix_now_ns() -
 	             __atomic_load_n(&s->last_tick_unix_ns, __ATOMIC_ACQUIRE);
-	v->blind = v->stats.blind_ticks >= BLIND_TICKS ||
-	           (v->live > 0 && v->config->tick_ns > 0 &&
-	            since_tick > BLIND_TICKS * v->config->tick_ns);
+	v->blind_for = v->stats.blind_ticks;
+	if (v->live > 0 && v->config->tick_ns > 0 &&
+	    (uint64_t)(since_tick / v->config->tick_ns) > v->blind_for)
+		v->blind_for = (uint64_t)(since_tick / v->config->tick_ns);
+	v->blind = v->blind_for >= BLIND_TICKS;
 }
 
 static int compare_views(const void *a, const void *b)
@@ -151,7 +154,7 @@ static void print_table(const struct view *v, int n)
 		if (v->blind)
 			printf("  BLIND: no samples for %llu ticks; the rate is "
 			       "frozen, not steady\n",
-			       (unsigned long long)st->blind_ticks);
+			       (unsigned long long)v->blind_for);
 		if (i + 1 < n)
 			printf("\n");
 	}
@@ -204,7 +207,7 @@ static void print_json(const struct view *v, int n)
 		       st->cold_start ? "true" : "false",
 		       st->probe_mode ? "true" : "false",
 		       v->blind ? "true" : "false",
-		       (unsigned long long)st->blind_ticks,
+		       (unsigned long long)v->blind_for,
 		       (unsigned long long)st->ticks,
 		       agile_action_name(st->last_action));
 		printf(",\"max\":%lld,\"floor\":%lld,\"probe\":%lld"

@@ -1,0 +1,49 @@
+#!/bin/sh
+# unix.sh - a unix:/path destination paces a Unix stream socket.
+#
+# A Python server on a Unix stream socket answers each "ping" line with
+# "pong" after 10 ms.  A client makes ten requests over one connection
+# through the preload at floor=max=20/s: the ten must be ten samples of
+# about 10 ms (not the 50 ms pacing wait), and take at least 0.45 s.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need python3
+
+python3 - "$tmp/sock" <<'PY' &
+import os, socket, sys, threading, time
+path = sys.argv[1]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(path + ".tmp"); os.rename(path + ".tmp", path); srv.listen(8)
+srv.settimeout(60)
+def serve(c):
+    f = c.makefile("rb")
+    for line in f:
+        time.sleep(0.01)
+        c.sendall(b"pong\n")
+while True:
+    c, _ = srv.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+started $!
+i=0
+while [ ! -S "$tmp/sock" ]; do
+	i=$((i + 1)); [ "$i" -le 100 ] || fail "the unix server did not start"
+	sleep 0.05
+done
+
+export AGILE_DEST_SOCK="unix:$tmp/sock max=20 floor=20 tick=100ms"
+elapsed=$(preloaded python3 - "$tmp/sock" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+start = time.monotonic()
+for i in range(10):
+    s.sendall(b"ping\n")
+    assert s.recv(16) == b"pong\n"
+print("%.3f" % (time.monotonic() - start))
+PY
+) || fail "the unix client failed"
+p50=$(history_p50 sock)
+note "unix: 10 requests in $elapsed s, p50 $p50 ms"
+check "v[0] == 10" "one sample per request" "$(stat_json sock 'd["samples_total"]')"
+check "v[0] >= 0.45" "paced at 20/s" "$elapsed"
+check "8 <= v[0] <= 20" "the samples measure the 10 ms server, not the wait" "$p50"
