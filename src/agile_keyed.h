@@ -2,27 +2,28 @@
  * agile_keyed.h - per-key rate limiting: one token bucket per key, for
  * limits such as "ten requests a second per client address".
  *
- * The keys are whatever the caller limits on (client addresses, principal
- * ids), byte strings of any length, and their number is not bounded by
- * anything the caller controls.  So the table reclaims them in two ways:
+ * Keys are arbitrary byte strings chosen by the caller, typically derived
+ * from requests (a peer address, an account), so how many distinct keys
+ * arrive is up to the traffic, not the caller.  Entries are therefore
+ * reclaimed in two ways:
  *
- *  - Idle keys.  A key left unconsulted for twice its refill window (the
+ *  - Idle keys.  A key with no allow for twice its refill window (the
  *    time its bucket takes to refill a whole burst at the steady rate) is
- *    forgotten.  Past that point its bucket would have refilled anyway, so
- *    a key that comes back gets the full burst it would have had: this
- *    eviction is invisible.  There is no thread: each allow examines at
+ *    dropped.  By then its bucket is full again, and a new entry starts
+ *    full, so no caller can observe the difference.  There is no thread: each allow examines at
  *    most `sweep_per_call` further entries, round-robin, and a key found
  *    expired on lookup is reset on the spot.  agile_keyed_sweep lets a
  *    caller with a timer reclaim while no traffic arrives.
- *  - The key bound.  A flood of distinct keys inside one window leaves
- *    nothing idle long enough to reclaim, so at most `max_keys` are held
- *    and a new key evicts the least recently seen one.  Unlike an idle
- *    eviction this forgives whatever the evicted key still owed, which is
- *    why the two are counted separately: a rising count of capacity
- *    evictions says the bound is being hit.
+ *  - The key bound.  Idle reclaim cannot help when many new keys arrive
+ *    faster than any of them can go idle, so at most `max_keys` are held
+ *    and a new key displaces the one whose last allow is oldest.  Such a
+ *    key may still have been in debt, and comes back with a full burst; so
+ *    these evictions are counted apart from idle ones, and a non-zero count
+ *    is the sign that the bound is too low for the traffic.
  *
- * A refusal is an answer, not an error: allow returns 0 and sets *allowed
- * to false.  The only error is running out of memory for a new key.
+ * Being refused is a normal outcome, not an error: allow returns 0 and sets
+ * *allowed to false.  The only error is running out of memory for a new
+ * key.
  *
  * This table is process-local and allocates; it is not shared-memory state
  * and it is not synchronised: callers serialise the calls on one table.  It
@@ -41,10 +42,10 @@
 extern "C" {
 #endif
 
-/* A memory ceiling rather than a tuning knob: at about a hundred bytes per
- * key this is around ten megabytes, far above the distinct keys a
- * legitimate workload shows within one window, and far below what an
- * unbounded table keyed on client addresses can grow to. */
+/* The bound exists to cap memory, not to shape traffic.  An entry costs
+ * roughly 100 bytes plus its key, so the default holds the table near
+ * 10 MB, while an honest workload rarely sees that many distinct keys
+ * within one refill window. */
 #define AGILE_KEYED_DEFAULT_MAX_KEYS 100000
 /* Entries the sweep examines per allow: enough to keep pace with a table
  * that turns over once per window, small enough to keep allow O(1). */
@@ -113,14 +114,15 @@ int agile_keyed_allow(struct agile_keyed *k, const void *key, size_t key_len,
 /*
  * How long `key` must wait before an allow could say yes again: true and
  * *wait_ns when there is an estimate, false when there is none -- for the
- * no-op limiter, a key the table does not hold (it is about to be allowed),
- * or a key holding more than one token (the estimate would be negative,
- * and telling a client to come back in the past is telling it nothing).  A
- * key holding exactly one token gets a hint of zero.
+ * no-op limiter, for a key the table does not hold (its next allow will
+ * create a full bucket), and for a key holding more than one token (the
+ * wait would come out negative, which is no useful advice).  A key holding
+ * exactly one token gets a hint of zero.
  *
- * An estimate, not a reservation: another call may spend the token first.
- * Asking reads the bucket and does not touch the key, so a client cannot
- * keep its bucket resident by asking when it may return.
+ * The token is not reserved, so a competing allow may take it first: treat
+ * the hint as a lower bound.  The lookup is read-only: it neither refreshes
+ * the key's last-seen time nor moves it in the recency order, so polling
+ * for a hint cannot keep an entry alive.
  */
 bool agile_keyed_retry_after(const struct agile_keyed *k, const void *key,
                              size_t key_len, int64_t now_ns,

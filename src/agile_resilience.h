@@ -4,12 +4,12 @@
  * load shedder, three quota counters (token bucket, exact sliding window,
  * period quota), a concurrency gate, a retry backoff and a deadline.
  *
- * Each one answers a single question -- may this call go ahead, or how long
- * should the caller wait -- and each follows the rules of agile.h:
+ * Each makes one narrow decision about a call (admit it, refuse it, or say
+ * how long to hold it back), and all of them keep the rules of agile.h:
  *
  *  - Nothing reads a clock.  Every call that depends on time takes `now_ns`,
  *    the caller's monotonic (or, where documented, wall) clock in
- *    nanoseconds, so an hour of traffic is a loop over an integer.
+ *    nanoseconds; a test simulates hours of load by stepping an integer.
  *  - Nothing draws a random number.  Where a decision is a roll, the caller
  *    passes a draw from [0, 1); the same draw gives the same answer.
  *  - State structs hold no pointers and allocate nothing, so any of them can
@@ -52,12 +52,13 @@ extern "C" {
  * and the shedder embed arrays of AGILE_ROLLING_MAX_BUCKETS.
  *
  * Time only moves when a call says so.  Writing (agile_rolling_slot) at a
- * later now clears, to all-zero bytes, the buckets the gap swept past, and
- * snaps the head back to a bucket boundary so buckets keep their width
- * instead of drifting with each write's arrival time.  Reading
- * (agile_rolling_live, agile_rolling_each) at a later now skips those
- * buckets without clearing them, so a window nobody writes to still ages
- * out, and two reads at the same now agree.
+ * later now zeroes every bucket the elapsed gap passed over and moves the
+ * head there, its start rounded down to a bucket boundary: bucket edges stay
+ * on one fixed grid whatever the timing of individual writes.  Reading
+ * (agile_rolling_live, agile_rolling_each) at a later now leaves those stale
+ * buckets out but does not zero them.  Reads therefore never modify the
+ * window, repeated reads at one instant return the same buckets, and old
+ * data expires even when nothing is being recorded.
  *
  * A now earlier than the head bucket's start is treated as falling in the
  * head bucket: a clock that steps back neither clears nor skips anything.
@@ -94,9 +95,9 @@ int32_t agile_rolling_slot(struct agile_rolling *w, int64_t now_ns,
  * The buckets still inside the window at now_ns, oldest first: returns how
  * many there are and sets *oldest to the index of the first, the rest
  * following at (oldest + i) % size.  With `current` false the bucket now_ns
- * falls in is left out: it has seen only part of its time, so a reading that
- * takes the busiest or the fastest bucket should not compare it with whole
- * ones.  Writes nothing.
+ * falls in is excluded: its interval is still running, so a maximum or a
+ * minimum taken over buckets would otherwise weigh an incomplete bucket
+ * against complete ones.  Writes nothing.
  */
 int32_t agile_rolling_live(const struct agile_rolling *w, int64_t now_ns,
                            bool current, int32_t *oldest);
@@ -113,10 +114,11 @@ void agile_rolling_each(const struct agile_rolling *w, int64_t now_ns,
 /* ------------------------------------------------------------------------ */
 
 /*
- * The breaker has no open, half-open and closed states.  It keeps a rolling
- * window of outcomes and refuses each call with a probability that grows
- * with the failures in it, so a struggling backend keeps getting what it can
- * still serve instead of being cut off and then flooded when it recovers.
+ * This breaker is not a three-state machine.  It counts outcomes in a
+ * rolling window and turns away each call with a probability that rises as
+ * failures accumulate.  A degraded backend thus goes on receiving the share
+ * of traffic it can still handle, rather than being switched off entirely
+ * and then hit by the whole load at once when it comes back.
  *
  * Over the buckets live at now (the current one included), with `accepts`
  * successes out of `total` calls (refusals included), `failing` the run of
@@ -134,25 +136,26 @@ void agile_rolling_each(const struct agile_rolling *w, int64_t now_ns,
  * is refused when the caller's roll falls under the scaled drop.
  */
 struct agile_sre {
-	double k;          /* calls one success pays for; 1.5 leaves a backend
-	                      alone until more than a third of its calls fail */
-	double floor;      /* what k decays to over a failing run; 1.1 */
-	double protection; /* calls every backend gets regardless; 5 */
+	double k;          /* weight of one success in calls; at 1.5 nothing is
+	                      refused while under a third of calls fail */
+	double floor;      /* lowest value k decays to in an outage; 1.1 */
+	double protection; /* calls admitted before any refusal; 5 */
 	int64_t probe_ns;  /* quiet spell before one call goes through; 1 s */
 	int64_t window_ns; /* history kept; 10 s */
 	int32_t size;      /* buckets in that history; 40 (250 ms each) */
 	int32_t pad;
 };
 
-/* The preset.  Copy it and change one field:
+/* The preset, as an initializer; to vary it, start from it and assign:
  *     struct agile_sre sre = AGILE_SRE_PRESET;  sre.k = 2.0; */
 #define AGILE_SRE_PRESET                                                   \
 	{ .k = 1.5, .floor = 1.1, .protection = 5.0,                        \
 	  .probe_ns = AGILE_NS_PER_S, .window_ns = 10 * AGILE_NS_PER_S,     \
 	  .size = 40, .pad = 0 }
 
-/* Outcomes counted in one bucket.  total counts every call, refusals
- * included, so a bucket being throttled still reads as busy, not idle. */
+/* Outcomes counted in one bucket.  Refused calls are part of total: a
+ * bucket in which the breaker turned traffic away has seen traffic, and must
+ * not look like a quiet one. */
 struct agile_tally {
 	int64_t total;
 	int64_t success;
@@ -169,9 +172,9 @@ struct agile_breaker {
 	struct agile_tally tallies[AGILE_ROLLING_MAX_BUCKETS];
 };
 
-/* A call the breaker let through.  Exactly one of agile_breaker_pass and
- * agile_breaker_fail settles it; until then the window holds no record of
- * how it went. */
+/* A call the breaker admitted.  It is settled by one call to either
+ * agile_breaker_pass or agile_breaker_fail, never both; nothing about it
+ * reaches the window before that. */
 struct agile_breaker_call {
 	int64_t allowed_ns;
 	uint32_t open; /* 1 between a successful allow and its settlement */
@@ -199,9 +202,10 @@ int agile_breaker_init(struct agile_breaker *b, const struct agile_sre *sre,
 
 /*
  * Ask to make one call at now_ns with `roll`, a draw from [0, 1).  True
- * means go ahead: *call is opened and the caller settles it once the call
- * has finished.  False is a refusal, recorded in the window as a drop so a
- * breaker that is refusing never reads back as idle; *call is left closed.
+ * admits the call: *call is opened, to be settled when the call is over.
+ * False refuses it; the refusal is counted in the window as a drop (so the
+ * traffic it turned away keeps the throttle in force rather than letting
+ * the window look empty), and *call stays closed.
  */
 bool agile_breaker_allow(struct agile_breaker *b, int64_t now_ns,
                          double roll, struct agile_breaker_call *call);
@@ -214,9 +218,9 @@ int agile_breaker_pass(struct agile_breaker *b,
 int agile_breaker_fail(struct agile_breaker *b,
                        struct agile_breaker_call *call, int64_t now_ns);
 
-/* The fraction of calls the breaker would refuse at now_ns, zero while the
- * window is healthy.  The probe is left out: this is the standing throttle
- * a dashboard or an alert wants. */
+/* The share of calls the breaker would turn away at now_ns; zero when the
+ * window is healthy.  It ignores the probe, so it reports the steady
+ * throttle level, the figure to graph or alert on. */
 double agile_breaker_ratio(const struct agile_breaker *b, int64_t now_ns);
 
 /* Everything the formula reads at now_ns, for dashboards and tests. */
@@ -230,8 +234,8 @@ void agile_breaker_read(const struct agile_breaker *b, int64_t now_ns,
 /*
  * The shedder refuses a call only when the server is both hot and full:
  *
- *  - hot: the CPU (thousandths, read by the caller) is at or over `cpu`, or
- *    was within `cool_ns` and the shedder has refused since;
+ *  - hot: the CPU (thousandths, read by the caller) reads `cpu` or more, or
+ *    it did less than `cool_ns` ago and a refusal has happened since;
  *  - full: both the moving average and the current count of calls in flight
  *    exceed the capacity
  *
@@ -245,9 +249,10 @@ void agile_breaker_read(const struct agile_breaker *b, int64_t now_ns,
  *    it can finish within one response time.
  *
  * The moving average is updated when a call finishes, with the count left
- * in flight: average = beta * average + (1 - beta) * flying.  A CPU spike
- * with nothing queued sheds nothing, and neither does a queue on an idle
- * CPU.
+ * in flight: average = beta * average + (1 - beta) * flying.  Both
+ * conditions are required: high CPU use alone, with little in flight, is
+ * not overload, and many calls in flight on a CPU with headroom are not
+ * either.
  */
 struct agile_shed {
 	int64_t window_ns;  /* history kept; 5 s */
@@ -284,7 +289,7 @@ struct agile_shedder {
 	struct agile_total latencies[AGILE_ROLLING_MAX_BUCKETS];
 };
 
-/* A call the shedder let through; exactly one of pass and fail settles it. */
+/* A call the shedder admitted; settled by one pass or one fail. */
 struct agile_shedder_ticket {
 	int64_t start_ns;
 	uint32_t open;
@@ -312,11 +317,13 @@ int agile_shedder_init(struct agile_shedder *s, const struct agile_shed *shed,
 bool agile_shedder_allow(struct agile_shedder *s, int64_t now_ns,
                          int32_t cpu_permille,
                          struct agile_shedder_ticket *ticket);
-/* The call succeeded at now_ns: it leaves flight, and its response time
- * counts towards what the server has shown it can do. */
+/* The call succeeded, finishing at now_ns: it stops counting as in
+ * flight, and its response time and the pass feed the capacity estimate. */
 int agile_shedder_pass(struct agile_shedder *s,
                        struct agile_shedder_ticket *ticket, int64_t now_ns);
-/* The call failed: it leaves flight and says nothing about capacity. */
+/* The call failed: it stops counting as in flight; a failure is no
+ * evidence of capacity, so nothing else is recorded.  Both return
+ * -EALREADY, changing nothing, for a ticket that is not open. */
 int agile_shedder_fail(struct agile_shedder *s,
                        struct agile_shedder_ticket *ticket);
 int64_t agile_shedder_flying(const struct agile_shedder *s);
@@ -332,9 +339,9 @@ void agile_shedder_read(const struct agile_shedder *s, int64_t now_ns,
 
 /*
  * rate_per_s tokens accrue per second up to `burst`; a call costs n tokens.
- * It allows a burst after a quiet spell, which is what a limit on a
- * human-facing API wants.  Unlike struct agile_bucket (the pacing leaky
- * bucket of agile.h) it keeps that credit.
+ * Credit saved while a client is quiet can be spent at once, so occasional
+ * bursts from an otherwise light user are not refused.  The pacing leaky
+ * bucket of agile.h (struct agile_bucket) deliberately saves no credit.
  *
  * Tokens are kept as integer units of 1e-9 token, so with an integer rate on
  * an integer-nanosecond clock every refill is exact and a test can count
@@ -377,12 +384,13 @@ double agile_token_bucket_tokens(const struct agile_token_bucket *b,
 
 /*
  * At most `quota` events in any window_ns-long stretch: an event at s still
- * counts at now while now - s < window_ns.  A quota such as "a thousand a
- * day" is a window, not a rate; a bucket would let a client spend the day's
- * allowance in the first minute.
+ * counts at now while now - s < window_ns.  This is the shape of a limit
+ * like "1000 per day": a token bucket refilled at 1000/86400 per second with
+ * a burst of 1000 would admit all of them in a few seconds and then keep
+ * admitting more through the day.
  *
- * The stamps of the events inside the window are kept, so the count is
- * exact rather than the estimate a two-counter scheme gives.  They live in a
+ * Every admitted event's time is stored until it leaves the window, so the
+ * count is exact; no interpolation between fixed windows is involved.  They live in a
  * flexible array member with room for `quota` stamps: allocate
  * AGILE_SLIDING_WINDOW_BYTES(quota) bytes (suitably aligned, e.g. malloc or
  * a slot of a shared-memory file) and pass the same quota to init.
@@ -408,8 +416,9 @@ bool agile_sliding_window_take(struct agile_sliding_window *w, int64_t now_ns);
 /* How many events remain in the window ending at now_ns. */
 int32_t agile_sliding_window_left(const struct agile_sliding_window *w,
                                   int64_t now_ns);
-/* How long until the window has room: 0 when it has room now, else when its
- * oldest event falls out; INT64_MAX for a quota of zero. */
+/* How long until the window has room: 0 when it has room now, otherwise
+ * the time left before its oldest stamp expires; INT64_MAX for a quota of
+ * zero. */
 int64_t agile_sliding_window_next(const struct agile_sliding_window *w,
                                   int64_t now_ns);
 
@@ -419,13 +428,14 @@ int64_t agile_sliding_window_next(const struct agile_sliding_window *w,
 
 /*
  * A fixed-window counter: at most `quota` events per period, the count
- * starting again when a period ends.  Cheaper and coarser than the sliding
- * window: a client can spend one quota at the end of a period and another
- * at the start of the next.
+ * starting again when a period ends.  It costs a few integers where the
+ * sliding window stores every stamp, at a price: up to twice the quota can
+ * pass within one period's length when it spans a period boundary.
  *
- * A period opens on the first event after the last one closed.  With
- * `align` it opens on a multiple of period_ns on the caller's clock instead,
- * so with a Unix wall clock a daily quota resets at midnight UTC.
+ * Without `align`, a new period begins with the first event that arrives
+ * after the previous one has ended.  With it, periods are the fixed
+ * intervals [m * period_ns, (m + 1) * period_ns) of the caller's clock; fed
+ * Unix time, a one-day period then rolls over at 00:00 UTC.
  */
 enum agile_quota_state {
 	AGILE_QUOTA_UNDER = 0, /* admitted, and more may follow */
@@ -446,17 +456,18 @@ struct agile_period_quota {
  * one.  -EINVAL for a negative quota. */
 int agile_period_quota_init(struct agile_period_quota *q, int32_t quota,
                             int64_t period_ns, bool align);
-/* Count one event at now_ns and say where the quota stands.  The event that
- * reaches the quota is admitted and reported as HIT, because that is when a
- * caller would warn that the next one will be refused; OVER is not counted. */
+/* Count one event at now_ns and say where the quota stands.  UNDER and HIT
+ * both admit the event; HIT marks the one that used the last unit, which
+ * lets a caller warn before refusals start.  OVER refuses and counts
+ * nothing. */
 enum agile_quota_state agile_period_quota_take(struct agile_period_quota *q,
                                                int64_t now_ns);
 /* Events remaining in the period open at now_ns (the whole quota when none
  * is open). */
 int32_t agile_period_quota_left(const struct agile_period_quota *q,
                                 int64_t now_ns);
-/* How long until the open period ends: 0 when none is open at now_ns,
- * because the next event would open one. */
+/* How long until the open period ends; 0 when no period is open at now_ns
+ * (an event now would start a fresh one). */
 int64_t agile_period_quota_next(const struct agile_period_quota *q,
                                 int64_t now_ns);
 
@@ -465,8 +476,8 @@ int64_t agile_period_quota_next(const struct agile_period_quota *q,
 /* ------------------------------------------------------------------------ */
 
 /*
- * A count with a ceiling: how many things may happen at once.  It does not
- * depend on time at all.  A limit of zero or less means no ceiling.  Enter
+ * A count with a ceiling: how many things may happen at once.  No clock is
+ * involved.  A limit of zero or less means no ceiling.  Enter
  * and leave are lock-free (compare-and-swap on naturally aligned 8-byte
  * fields), so one gate may be shared by threads and processes.
  */
@@ -495,11 +506,11 @@ int64_t agile_gate_held(const struct agile_gate *g);
  *   RIGID         the ceiling c, unchanged
  *   FULL          u * c, uniform over [0, c]
  *   EQUAL         c / 2 + u * c / 2
- *   DECORRELATED  uniform over [base, 3 * previous], held to the cap: it
- *                 grows from where the last wait landed (previous <= 0, the
- *                 first time, reads as base)
- *   SPREAD        uniform over [c * (1 - f), c * (1 + f)], f = `spread` held
- *                 to [0, 1]; so the wait may pass the cap by f
+ *   DECORRELATED  uniform over [base, 3 * previous], then limited to the cap;
+ *                 it depends on the previous wait, not on the retry number
+ *                 (previous <= 0, as on the first retry, counts as base)
+ *   SPREAD        uniform over [c * (1 - f), c * (1 + f)], f = `spread`
+ *                 clamped to [0, 1]; the upper end can exceed the cap
  *
  * Results are rounded to the nearest nanosecond.
  */
@@ -520,8 +531,9 @@ struct agile_backoff {
 	uint32_t jitter;  /* enum agile_jitter; SPREAD */
 };
 
-/* Three attempts, 100 ms doubling to a 1 s ceiling, each wait spread by a
- * fifth either way (so the second retry waits 160 to 240 ms). */
+/* The preset: at most 3 attempts; ceilings of 100 ms, 200 ms, 400 ms ...
+ * up to 1 s; each wait drawn within 20% of its ceiling (the second retry
+ * between 160 and 240 ms). */
 #define AGILE_BACKOFF_PRESET                                               \
 	{ .base_ns = 100 * AGILE_NS_PER_MS, .cap_ns = AGILE_NS_PER_S,       \
 	  .factor = 2.0, .spread = 0.2, .attempts = 3,                      \
@@ -534,13 +546,13 @@ int64_t agile_backoff_ceiling(const struct agile_backoff *b, int32_t retry);
  * the previous wait; 0 for retry <= 0. */
 int64_t agile_backoff_delay(const struct agile_backoff *b, int32_t retry,
                             double u, int64_t previous_ns);
-/* Whether a call that has made `made` attempts (the first attempt being 1)
- * may make another: three attempts allow two retries. */
+/* Whether a call that has made `made` attempts (counting the original one)
+ * may make another; with attempts = 3 that is true for made = 1 and 2. */
 bool agile_backoff_more(const struct agile_backoff *b, int32_t made);
 /*
- * Every wait a full run of retries would make (attempts - 1 of them), each
- * from the matching draw; when the draws run short the remaining steps use
- * zero, the low end of whatever jitter is in force.  Writes at most `cap`
+ * Every wait a full run of retries would make (attempts - 1 of them), wait i
+ * using draws[i]; retries beyond n_draws use a draw of 0, which gives the
+ * shortest wait the jitter allows.  Writes at most `cap`
  * waits to out_ns (NULL when cap is 0) and returns how many there are, so a
  * caller can size its array.
  */
@@ -553,10 +565,10 @@ size_t agile_backoff_schedule(const struct agile_backoff *b,
 /* ------------------------------------------------------------------------ */
 
 /*
- * A time budget measured from the instant it started.  A budget of zero or
- * less never expires: that is how most servers spell "no timeout", and a
- * configuration that leaves the timeout unset should not time everything
- * out at once.
+ * A budget of time that starts running at a given instant.  A budget of
+ * zero or less means "no limit" and never expires, so a timeout left at its
+ * zero value disables the deadline instead of failing every call
+ * immediately.
  */
 struct agile_deadline {
 	int64_t start_ns;

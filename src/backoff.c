@@ -2,12 +2,12 @@
  * backoff.c - retry waits: an exponential ceiling and five ways of
  * randomising it, all from a draw the caller supplies.
  *
- * A retry without jitter sends every client that failed together back
- * together, which is how one outage becomes a second one.  FULL, EQUAL and
+ * Clients that fail at the same moment and retry on the same fixed schedule
+ * arrive again in lockstep, and the synchronised wave can knock over a
+ * backend that was just recovering.  FULL, EQUAL and
  * DECORRELATED are the three shapes AWS's "Exponential Backoff and Jitter"
  * measures; SPREAD keeps each wait within a fixed fraction of the ceiling,
- * which is the easiest to explain when the schedule is fixed by something
- * else.  All arithmetic is in double nanoseconds, rounded once at the end.
+ * for a caller whose schedule is prescribed and only needs de-synchronising.  All arithmetic is in double nanoseconds, rounded once at the end.
  */
 #include <math.h>
 

@@ -11,8 +11,10 @@
  *    the backend answers again the throttle lifts bucket by bucket instead of
  *    waiting for the failures to age out of the whole window.
  *
- * Refusals are recorded as drops: they count towards `total`, which keeps a
- * throttled breaker from reading as idle and switching itself off.
+ * Refusals are recorded as drops and count towards `total`.  Were they not
+ * counted, a breaker refusing most calls would see its window thin out, its
+ * refusal ratio fall, and the throttle release while the backend is still
+ * down.
  */
 #include <errno.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /*
- * deadline.c - a time budget measured from the instant it started.  A budget
- * of zero or less is "no timeout" and never expires.
+ * deadline.c - a budget of time counted from a start instant.  A budget of
+ * zero or less stands for "no limit" and never runs out.
  */
 #include "agile_resilience.h"
 

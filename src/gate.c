@@ -3,8 +3,8 @@
  *
  * Both fields are naturally aligned 8-byte integers updated with
  * compare-and-swap, so a gate in a shared-memory file admits correctly
- * across threads and processes.  A server past its limit answers rather
- * than queues, which is what keeps a queue from becoming the outage.
+ * across threads and processes.  A full gate says no immediately; waiting
+ * for room, if wanted, is the caller's policy, not the gate's.
  */
 #include <errno.h>
 

@@ -2,8 +2,8 @@
  * quota.c - a period quota: a fixed-window counter that admits `quota`
  * events per period and starts again when the period ends.
  *
- * Unaligned, a period opens with the first event after the previous one
- * closed, so each client's periods run from its own first use.  Aligned, a
+ * Unaligned, the period clock is started by traffic: the first event after
+ * a period has run out begins the next one at its own time.  Aligned, a
  * period is [m * period, (m + 1) * period) on the caller's clock, computed
  * with floor division so negative clock readings land in the right period
  * too.

@@ -683,12 +683,12 @@ START_TEST(shedder_needs_hot_and_full)
 	struct agile_shedder_ticket t[101];
 	shedder_preset(&s);
 
-	/* A spike with nothing queued: hot, but the average is zero. */
+	/* CPU at 100% but the in-flight average still zero: not full. */
 	for (int i = 0; i < 50; i++)
 		ck_assert(agile_shedder_allow(&s, 0, 1000, &t[i]));
 	shedder_preset(&s);
 	fill(&s, t);
-	/* Full but cool: a queue on an idle CPU sheds nothing. */
+	/* Average far over capacity, but the CPU under the threshold. */
 	ck_assert(agile_shedder_allow(&s, MS, 899, &t[100]));
 	ck_assert_int_eq(agile_shedder_fail(&s, &t[100]), 0);
 	/* Hot and full. */

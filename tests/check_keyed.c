@@ -295,8 +295,9 @@ END_TEST
 
 START_TEST(keyed_idle_key_returns_with_full_burst)
 {
-	/* A key that spent its burst and went quiet for two windows is
-	 * forgotten, which is invisible: its bucket would have refilled. */
+	/* A key that emptied its bucket and then made no call for two
+	 * refill windows is dropped; it returns to a full bucket, the same
+	 * state its old bucket would have reached by refilling. */
 	struct agile_keyed *k = table(0, 1);
 
 	for (int i = 0; i < 5; i++)
@@ -344,8 +345,9 @@ START_TEST(keyed_capacity_eviction_forgives_debt)
 		ck_assert(allow(k, "a", 0));
 	ck_assert(!allow(k, "a", 0));
 	ck_assert(allow(k, "b", 0)); /* evicts a */
-	/* a comes back within its window with a full burst: the bound
-	 * handed it its allowance early, which is why it is counted. */
+	/* a returns well inside its refill window and still gets five: the
+	 * bound let it skip the wait, the reason such evictions are counted
+	 * on their own. */
 	for (int i = 0; i < 5; i++)
 		ck_assert(allow(k, "a", 0));
 	ck_assert_uint_eq(stats(k).capacity_evictions, 2);
@@ -434,7 +436,8 @@ START_TEST(keyed_retry_after_estimates)
 	struct agile_keyed *k = table(0, 8);
 	int64_t wait = -1;
 
-	/* An unknown key is about to be allowed: no hint, not zero. */
+	/* A key not in the table would get a fresh bucket: no hint at all,
+	 * rather than a hint of zero. */
 	ck_assert(!hint(k, "a", 0, &wait));
 	ck_assert_int_eq(wait, -1);
 	for (int i = 0; i < 5; i++)

@@ -348,8 +348,8 @@ END_TEST
 
 START_TEST(period_quota_daily_resets_at_midnight_utc)
 {
-	/* A cron job allowed 1000 calls a day on a Unix wall clock: the day
-	 * is aligned, so the count resets at midnight UTC, not 24 hours after
+	/* A cron job allowed 1000 calls a day on a Unix wall clock: with
+	 * aligned days the count starts over at 00:00 UTC, not 24 hours after
 	 * the first run. */
 	const int64_t day = 86400 * SEC;
 	const int64_t midnight = INT64_C(1700006400) * SEC; /* a UTC midnight */
@@ -393,13 +393,13 @@ END_TEST
 /*
  * The seed's example: one burst of forty calls every two seconds, offered
  * to a token bucket, an exact sliding window and a period, each with a
- * quota of twenty a second.  The burst straddles the second boundary: its
- * calls are 2 ms apart from 960 ms, so twenty fall before the second turns
- * and twenty after.  The period is aligned, so a fresh twenty opens when
- * the second turns.
+ * quota of twenty a second.  Each burst spans a whole-second mark: its
+ * calls are 2 ms apart from 960 ms, twenty of them before the mark and
+ * twenty from it on.  The period is aligned to whole seconds, so its count
+ * starts again at the mark.
  *
- *   bucket   21: the saved burst of twenty, then one more token accrued
- *                over the burst's 78 ms (at 20 a second, one per 50 ms)
+ *   bucket   21: the twenty tokens saved while idle, plus one more earned
+ *                during the burst's 78 ms (at 20 a second, one per 50 ms)
  *   sliding  20: all forty fall inside one second
  *   period   40: twenty on each side of the boundary
  */
@@ -639,14 +639,14 @@ START_TEST(backoff_spread_within_fraction_of_ceiling)
 {
 	struct agile_backoff b = AGILE_BACKOFF_PRESET;
 
-	/* The preset's second retry: 200 ms spread by a fifth either way, so
-	 * a draw of 0.1 waits 168 ms. */
+	/* The preset's second retry: a 200 ms ceiling, +-20%, so a draw of
+	 * 0.1 waits 160 + 0.1 x 80 = 168 ms. */
 	ck_assert_int_eq(agile_backoff_delay(&b, 2, 0.1, 0), 168 * MS);
 	ck_assert_int_eq(agile_backoff_delay(&b, 2, 0.0, 0), 160 * MS);
 	ck_assert_int_eq(agile_backoff_delay(&b, 2, 0.5, 0), 200 * MS);
 	ck_assert_int_le(agile_backoff_delay(&b, 2, 0.999999, 0), 240 * MS);
 	ck_assert_int_gt(agile_backoff_delay(&b, 2, 0.999999, 0), 239 * MS);
-	/* Spread may pass the cap by its fraction. */
+	/* The upper end of the spread can exceed the 1 s cap. */
 	ck_assert_int_eq(agile_backoff_delay(&b, 5, 0.75, 0), 1100 * MS);
 	/* The fraction is held to [0, 1]. */
 	b.spread = 3;
