@@ -1,0 +1,905 @@
+/*
+ * matrix.c - the scenario matrix: every arm (libagile's laws and presets,
+ * two fixed-rate leaky buckets, adaptx's three concurrency laws) against the
+ * seed's seven scenarios, on a virtual clock, with the same table every run.
+ *
+ * The client always has work to send.  A rate arm sends each request at the
+ * slot its leaky bucket plans; a concurrency arm keeps as many requests in
+ * flight as its law allows and sends the next one the instant one returns.
+ *
+ * The downstream is priced from what the arm actually sends, one request at
+ * a time, not from the arm's nominal rate:
+ *
+ *   - a request travels base/2 to the server and base/2 back, each leg
+ *     jittered by a log-normal factor (sigma LEG_JITTER), so arrivals at the
+ *     server bunch and reorder a little even when sends are evenly paced;
+ *   - the server is one FIFO queue whose capacity is C(t) requests per
+ *     second: each request needs an exponentially distributed amount of
+ *     work, 1/C(t) on average, and starts when the server is free.  With
+ *     evenly paced arrivals this queues about as an M/D/1 queue does
+ *     (Kingman's factor (ca^2 + cs^2) / 2 is 1/2 for both); a less variable
+ *     service (a Gamma work factor of shape 4 was tried) makes the knee so
+ *     sharp that a fixed rate at 93% of capacity keeps 99.8% of its answers
+ *     inside the SLO, which no real downstream we know of does;
+ *   - the client gives up after CLIENT_TIMEOUT_NS; a request the server has
+ *     not started by then is dropped unserved (its client is gone), one it
+ *     finishes too late still cost the server its work.
+ *
+ * The latency a request reports is its round trip from the actual send
+ * (never the throttle wait), and the client timeout, reported as a truncated
+ * call to the limiter (a lower bound, counted only past the SLO) and as a
+ * failure to a concurrency law.
+ *
+ * Each (scenario, arm) runs ROUNDS times with different seeds: WARMUP_S
+ * seconds of the scenario's opening conditions, unmeasured, then the measured
+ * span.  A request belongs to the tick (second) it was sent in.  Per arm:
+ * goodput (answers inside the SLO per second), the share inside the SLO, the
+ * p99 (a timed-out request counts as the timeout), and after a capacity step
+ * the ticks until the arm's sending rate is within 10% of the new capacity
+ * and until a tick's p99 is back under the SLO (the worst round of each).
+ *
+ * Output: a markdown table on stdout, OUT/matrix.csv, and for each scenario
+ * OUT/<scenario>.dat (round one's per-tick series) with OUT/<scenario>.gp, a
+ * gnuplot script drawing OUT/<scenario>.png.  No timing or host detail is
+ * printed, so two runs produce identical files.
+ *
+ * Usage: matrix [-o OUTDIR] [-r ROUNDS]
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agile.h"
+#include "agile_adaptx.h"
+
+#define MS AGILE_NS_PER_MS
+#define SEC AGILE_NS_PER_S
+
+#define TICK_NS SEC
+#define WARMUP_S 30
+#define DEFAULT_ROUNDS 3
+#define CLIENT_TIMEOUT_NS SEC
+#define LEG_JITTER 0.1     /* sigma of each leg's log-normal factor */
+#define SLO_NS (100 * MS)
+#define MAX_TICKS 300      /* longest measured span, in ticks */
+#define PI 3.14159265358979323846
+
+/* The adaptive rate arms share these bounds: a ceiling of twice the
+ * steady capacity and a floor that still probes. */
+#define ARM_MAX_RATE 300
+#define ARM_MIN_RATE 5
+
+/* ------------------------------------------------------------------------ */
+/* A reproducible PRNG                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* xorshift64*, seeded through splitmix64 so nearby seeds diverge at once. */
+struct prng {
+	uint64_t s;
+};
+
+static void prng_seed(struct prng *p, uint64_t seed)
+{
+	uint64_t z = seed + UINT64_C(0x9e3779b97f4a7c15);
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	z ^= z >> 31;
+	p->s = z ? z : 1;
+}
+
+static uint64_t prng_next(struct prng *p)
+{
+	uint64_t x = p->s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	p->s = x;
+	return x * UINT64_C(2685821657736338717);
+}
+
+/* Uniform in (0, 1): never 0, so log() is always defined. */
+static double prng_unit(struct prng *p)
+{
+	return ((double)(prng_next(p) >> 11) + 0.5) * 0x1.0p-53;
+}
+
+static double prng_normal(struct prng *p)
+{
+	double u = prng_unit(p);
+	double v = prng_unit(p);
+
+	return sqrt(-2.0 * log(u)) * cos(2.0 * PI * v);
+}
+
+/* Exponential with mean 1. */
+static double prng_exponential(struct prng *p)
+{
+	return -log(prng_unit(p));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scenarios                                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* `rel` is seconds since the measured span began; negative in warm-up. */
+struct scenario {
+	const char *name;
+	const char *title;
+	int measured_s;
+	int step_at_s;          /* capacity step at this second, or -1 */
+	double (*base_ms)(double rel);
+	double (*capacity)(double rel);
+};
+
+static double base_20(double rel)
+{
+	(void)rel;
+	return 20;
+}
+
+static double base_bump(double rel)
+{
+	return rel < 10 ? 20 : 60;
+}
+
+/* 130 ms is above the SLO at any load: nobody can answer inside it until
+ * the downstream recovers at +40 s. */
+static double base_breaks(double rel)
+{
+	return rel >= 10 && rel < 40 ? 130 : 20;
+}
+
+static double base_flapping(double rel)
+{
+	if (rel < 0)
+		return 20;
+	return ((long)floor(rel / 5)) % 2 == 1 ? 60 : 20;
+}
+
+static double cap_150(double rel)
+{
+	(void)rel;
+	return 150;
+}
+
+static double cap_drop(double rel)
+{
+	return rel < 10 ? 150 : 40;
+}
+
+static double cap_recover(double rel)
+{
+	return rel < 10 ? 40 : 150;
+}
+
+/* 150 at the top, 40 at the bottom, a 120 s day. */
+static double cap_diurnal(double rel)
+{
+	if (rel < 0)
+		return 150;
+	return 95 + 55 * cos(2 * PI * rel / 120);
+}
+
+static const struct scenario scenarios[] = {
+	{ "steady", "steady: 20 ms, 150 req/s", 60, -1, base_20, cap_150 },
+	{ "benign-bump", "benign bump: 20 -> 60 ms at +10 s, 150 req/s", 60, -1,
+	  base_bump, cap_150 },
+	{ "slo-breaks", "SLO breaks: 20 -> 130 ms from +10 s to +40 s", 70, -1,
+	  base_breaks, cap_150 },
+	{ "capacity-drop", "capacity drop: 150 -> 40 req/s at +10 s", 60, 10,
+	  base_20, cap_drop },
+	{ "capacity-recover", "capacity recovery: 40 -> 150 req/s at +10 s", 60,
+	  10, base_20, cap_recover },
+	{ "flapping", "flapping latency: 20 <-> 60 ms every 5 s", 60, -1,
+	  base_flapping, cap_150 },
+	{ "diurnal", "diurnal: capacity 150 -> 40 -> 150 req/s over 120 s", 240,
+	  -1, base_20, cap_diurnal },
+};
+#define SCENARIO_COUNT (sizeof scenarios / sizeof scenarios[0])
+
+/* ------------------------------------------------------------------------ */
+/* Arms                                                                      */
+/* ------------------------------------------------------------------------ */
+
+enum arm_kind {
+	ARM_AGILE, /* a libagile rate limiter */
+	ARM_FIXED, /* a leaky bucket at a fixed rate */
+	ARM_LAW    /* an adaptx concurrency limiter */
+};
+
+struct arm {
+	const char *name;
+	const char *color; /* in the plots */
+	const char *label; /* as the table shows it */
+	enum arm_kind kind;
+	enum agile_preset preset;
+	double recover_ramp;
+	double fixed_rate;
+	enum agile_law_kind law;
+};
+
+static const struct arm arms[] = {
+	{ "default", "#009e73", "default (none + SLO)", ARM_AGILE, AGILE_PRESET_NONE, 0, 0, 0 },
+	{ "balanced", "#56b4e9", "baseline anchor (balanced)", ARM_AGILE,
+	  AGILE_PRESET_BALANCED, 0, 0, 0 },
+	{ "throughput-first", "#0072b2", "throughput-first", ARM_AGILE,
+	  AGILE_PRESET_THROUGHPUT_FIRST, 0, 0, 0 },
+	{ "recover-ramp", "#e69f00", "recover-ramp 0.5", ARM_AGILE, AGILE_PRESET_NONE, 0.5, 0,
+	  0 },
+	{ "fixed-100", "#999999", "fixed 100 req/s", ARM_FIXED, 0, 0, 100, 0 },
+	{ "fixed-140", "#d55e00", "fixed 140 req/s", ARM_FIXED, 0, 0, 140, 0 },
+	{ "aimd", "#cc79a7", "adaptx AIMD", ARM_LAW, 0, 0, 0, AGILE_LAW_AIMD },
+	{ "vegas", "#8b4513", "adaptx Vegas", ARM_LAW, 0, 0, 0, AGILE_LAW_VEGAS },
+	{ "gradient", "#9400d3", "adaptx Gradient", ARM_LAW, 0, 0, 0, AGILE_LAW_GRADIENT },
+};
+#define ARM_COUNT (sizeof arms / sizeof arms[0])
+
+/* ------------------------------------------------------------------------ */
+/* Events                                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum event_type {
+	EV_ARRIVE, /* the request reaches the server */
+	EV_DONE    /* the answer (or the timeout) reaches the client */
+};
+
+struct event {
+	int64_t at_ns;
+	uint64_t seq;       /* ties break in the order events were made */
+	int type;
+	bool timed_out;
+	int64_t sent_ns;
+	int64_t down_ns;    /* the return leg, drawn at send */
+	struct agile_adaptx_permit permit;
+};
+
+struct heap {
+	struct event *v;
+	size_t n, cap;
+	uint64_t seq;
+};
+
+static bool event_before(const struct event *a, const struct event *b)
+{
+	if (a->at_ns != b->at_ns)
+		return a->at_ns < b->at_ns;
+	return a->seq < b->seq;
+}
+
+static void heap_push(struct heap *h, struct event e)
+{
+	if (h->n == h->cap) {
+		h->cap = h->cap ? 2 * h->cap : 1024;
+		h->v = realloc(h->v, h->cap * sizeof(*h->v));
+		if (h->v == NULL) {
+			perror("matrix: realloc");
+			exit(1);
+		}
+	}
+	e.seq = h->seq++;
+	size_t i = h->n++;
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+		if (!event_before(&e, &h->v[parent]))
+			break;
+		h->v[i] = h->v[parent];
+		i = parent;
+	}
+	h->v[i] = e;
+}
+
+static struct event heap_pop(struct heap *h)
+{
+	struct event top = h->v[0];
+	struct event last = h->v[--h->n];
+	size_t i = 0;
+
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		const struct event *best = &last;
+		if (l < h->n && event_before(&h->v[l], best)) {
+			m = l;
+			best = &h->v[l];
+		}
+		if (r < h->n && event_before(&h->v[r], best))
+			m = r;
+		if (m == i)
+			break;
+		h->v[i] = h->v[m];
+		i = m;
+	}
+	if (h->n > 0)
+		h->v[i] = last;
+	return top;
+}
+
+/* ------------------------------------------------------------------------ */
+/* One run: a scenario, an arm, a seed                                       */
+/* ------------------------------------------------------------------------ */
+
+/* A measured request: the tick it was sent in and what it saw. */
+struct record {
+	int tick;
+	int64_t latency_ns;
+	bool inside; /* answered within the SLO */
+};
+
+struct run {
+	const struct scenario *sc;
+	const struct arm *arm;
+	struct prng prng;
+	struct heap heap;
+	int64_t warmup_ns;
+	int64_t end_ns;      /* sends stop here */
+	int64_t server_free_ns;
+	struct record *rec;
+	size_t nrec, caprec;
+	/* the arm */
+	struct agile_rate_limiter limiter;
+	struct agile_bucket bucket;
+	struct agile_adaptx *adaptx;
+	struct agile_adaptx_hooks hooks;
+};
+
+static double rel_s(const struct run *r, int64_t t_ns)
+{
+	return (double)(t_ns - r->warmup_ns) / (double)SEC;
+}
+
+static double draw_hook(void *arg)
+{
+	return prng_unit(&((struct run *)arg)->prng);
+}
+
+static int64_t leg_ns(struct run *r, double base_ms)
+{
+	double f = exp(LEG_JITTER * prng_normal(&r->prng));
+
+	return (int64_t)(base_ms / 2 * f * (double)MS);
+}
+
+static void send_request(struct run *r, int64_t now,
+                         const struct agile_adaptx_permit *permit)
+{
+	double base = r->sc->base_ms(rel_s(r, now));
+	struct event e = { 0 };
+
+	e.type = EV_ARRIVE;
+	e.sent_ns = now;
+	e.at_ns = now + leg_ns(r, base);
+	e.down_ns = leg_ns(r, base);
+	if (permit != NULL)
+		e.permit = *permit;
+	heap_push(&r->heap, e);
+}
+
+/* The server takes the request in arrival order: it starts when the server
+ * is free, or is dropped if its client has given up by then. */
+static void server_arrive(struct run *r, struct event e)
+{
+	int64_t give_up = e.sent_ns + CLIENT_TIMEOUT_NS;
+	int64_t start = e.at_ns > r->server_free_ns ? e.at_ns : r->server_free_ns;
+
+	e.type = EV_DONE;
+	if (start >= give_up) {
+		e.timed_out = true;
+		e.at_ns = give_up;
+		heap_push(&r->heap, e);
+		return;
+	}
+	double cap = r->sc->capacity(rel_s(r, start));
+	double work_s = prng_exponential(&r->prng) / cap;
+	r->server_free_ns = start + (int64_t)(work_s * (double)SEC);
+	int64_t back = r->server_free_ns + e.down_ns;
+	e.timed_out = back > give_up;
+	e.at_ns = e.timed_out ? give_up : back;
+	heap_push(&r->heap, e);
+}
+
+static void record(struct run *r, const struct event *e)
+{
+	if (e->sent_ns < r->warmup_ns || e->sent_ns >= r->end_ns)
+		return;
+	if (r->nrec == r->caprec) {
+		r->caprec = r->caprec ? 2 * r->caprec : 4096;
+		r->rec = realloc(r->rec, r->caprec * sizeof(*r->rec));
+		if (r->rec == NULL) {
+			perror("matrix: realloc");
+			exit(1);
+		}
+	}
+	struct record *rc = &r->rec[r->nrec++];
+	rc->tick = (int)((e->sent_ns - r->warmup_ns) / TICK_NS);
+	rc->latency_ns = e->at_ns - e->sent_ns;
+	rc->inside = !e->timed_out && rc->latency_ns <= SLO_NS;
+}
+
+/* Keep a concurrency arm's pipe full: send while the law admits. */
+static void law_fill(struct run *r, int64_t now)
+{
+	struct agile_adaptx_permit permit;
+
+	if (now >= r->end_ns)
+		return;
+	while (agile_adaptx_try_acquire(r->adaptx, &permit) == 0)
+		send_request(r, now, &permit);
+}
+
+static void answer(struct run *r, const struct event *e)
+{
+	int64_t latency = e->at_ns - e->sent_ns;
+	struct agile_adaptx_permit permit = e->permit;
+
+	record(r, e);
+	switch (r->arm->kind) {
+	case ARM_AGILE:
+		if (e->timed_out)
+			agile_rate_observe_truncated(&r->limiter, latency);
+		else
+			agile_rate_observe(&r->limiter, latency);
+		break;
+	case ARM_FIXED:
+		break;
+	case ARM_LAW:
+		agile_adaptx_release(r->adaptx, &permit, !e->timed_out, latency,
+		                     e->at_ns, &r->hooks);
+		law_fill(r, e->at_ns);
+		break;
+	}
+}
+
+static void arm_init(struct run *r)
+{
+	struct agile_config c = { 0 };
+	struct agile_law_options o;
+
+	switch (r->arm->kind) {
+	case ARM_AGILE:
+		c.preset = r->arm->preset;
+		c.max_rate = ARM_MAX_RATE;
+		c.min_rate = ARM_MIN_RATE;
+		c.slo_ns = SLO_NS;
+		c.recover_ramp = r->arm->recover_ramp;
+		if (agile_rate_init(&r->limiter, &c, 0) < 0) {
+			fprintf(stderr, "matrix: %s: bad configuration\n",
+			        r->arm->name);
+			exit(1);
+		}
+		break;
+	case ARM_FIXED:
+		agile_bucket_init(&r->bucket, r->arm->fixed_rate, r->arm->fixed_rate);
+		break;
+	case ARM_LAW:
+		agile_law_options_init(&o);
+		agile_law_set_kind(&o, (int)r->arm->law);
+		agile_law_set_target_latency_ns(&o, SLO_NS);
+		agile_law_set_sample_window_ns(&o, TICK_NS);
+		r->adaptx = calloc(1, sizeof(*r->adaptx));
+		if (r->adaptx == NULL || agile_adaptx_init(r->adaptx, &o, NULL, 0) < 0) {
+			fprintf(stderr, "matrix: %s: cannot start\n", r->arm->name);
+			exit(1);
+		}
+		r->hooks.draw = draw_hook;
+		r->hooks.arg = r;
+		break;
+	}
+}
+
+static int64_t take_slot(struct run *r, int64_t now)
+{
+	if (r->arm->kind == ARM_AGILE)
+		return agile_rate_take(&r->limiter, now);
+	return agile_bucket_take(&r->bucket, now);
+}
+
+static void simulate(struct run *r)
+{
+	bool paced = r->arm->kind != ARM_LAW;
+	int64_t next_tick = TICK_NS;
+	int64_t next_send = INT64_MAX;
+
+	arm_init(r);
+	if (paced)
+		next_send = take_slot(r, 0);
+	else
+		law_fill(r, 0);
+
+	for (;;) {
+		int64_t next_event = r->heap.n ? r->heap.v[0].at_ns : INT64_MAX;
+		bool sending = next_send < r->end_ns;
+		bool ticking = next_tick <= r->end_ns;
+
+		if (!sending && !ticking && r->heap.n == 0)
+			break;
+		/* Ties: answers before the tick that reads them, the tick
+		 * before the send that uses its rate. */
+		if (r->heap.n && next_event <= next_tick &&
+		    (!sending || next_event <= next_send)) {
+			struct event e = heap_pop(&r->heap);
+			if (e.type == EV_ARRIVE)
+				server_arrive(r, e);
+			else
+				answer(r, &e);
+		} else if (ticking && (!sending || next_tick <= next_send)) {
+			if (r->arm->kind == ARM_AGILE)
+				agile_rate_tick_if_due(&r->limiter, next_tick);
+			else if (r->arm->kind == ARM_LAW) {
+				agile_adaptx_advance(r->adaptx, next_tick, &r->hooks);
+				law_fill(r, next_tick);
+			}
+			next_tick += TICK_NS;
+		} else if (sending) {
+			send_request(r, next_send, NULL);
+			next_send = take_slot(r, next_send);
+		} else {
+			/* Only the last ticks are left, past the final send. */
+			next_tick = INT64_MAX;
+		}
+	}
+	free(r->adaptx);
+	r->adaptx = NULL;
+	free(r->heap.v);
+	r->heap.v = NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Measures                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The nearest-rank p99 of n values (sorted in place); 0 when n is 0. */
+static int64_t p99_of(int64_t *v, size_t n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_i64);
+	size_t rank = (size_t)ceil(0.99 * (double)n);
+	return v[rank - 1];
+}
+
+/* Per tick of one run: how many were sent, how many inside, the p99. */
+struct tick_stats {
+	int sent[MAX_TICKS];
+	int inside[MAX_TICKS];
+	int64_t p99_ns[MAX_TICKS];
+};
+
+static void tick_stats(const struct run *r, struct tick_stats *t, int ticks)
+{
+	int64_t *lat = malloc((r->nrec ? r->nrec : 1) * sizeof(*lat));
+	size_t *start = calloc((size_t)ticks + 1, sizeof(*start));
+	size_t *fill = calloc((size_t)ticks, sizeof(*fill));
+
+	if (lat == NULL || start == NULL || fill == NULL) {
+		perror("matrix: malloc");
+		exit(1);
+	}
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < r->nrec; i++) {
+		t->sent[r->rec[i].tick]++;
+		t->inside[r->rec[i].tick] += r->rec[i].inside;
+	}
+	for (int k = 0; k < ticks; k++)
+		start[k + 1] = start[k] + (size_t)t->sent[k];
+	for (size_t i = 0; i < r->nrec; i++) {
+		int k = r->rec[i].tick;
+		lat[start[k] + fill[k]++] = r->rec[i].latency_ns;
+	}
+	for (int k = 0; k < ticks; k++)
+		t->p99_ns[k] = p99_of(lat + start[k], (size_t)t->sent[k]);
+	free(lat);
+	free(start);
+	free(fill);
+}
+
+/* What the table shows for one scenario and arm, over all rounds. */
+struct result {
+	double goodput;      /* answers inside the SLO per second */
+	double inside_pct;
+	int64_t p99_ns;
+	int to_capacity;     /* worst round; -1 never; 0 no step */
+	int to_slo;          /* worst round; -1 never; 0 no step */
+};
+
+/* Ticks after the step (the step's own tick is 1) until the sending rate
+ * is within 10% of the new capacity, and until a tick's p99 is under the
+ * SLO; -1 if it never happens in the measured span. */
+static void step_measures(const struct scenario *sc, const struct tick_stats *t,
+                          int *to_capacity, int *to_slo)
+{
+	double target = sc->capacity(sc->step_at_s + 0.5);
+
+	*to_capacity = -1;
+	*to_slo = -1;
+	for (int k = sc->step_at_s; k < sc->measured_s; k++) {
+		int n = k - sc->step_at_s + 1;
+		if (*to_capacity < 0 && fabs(t->sent[k] - target) <= 0.1 * target)
+			*to_capacity = n;
+		if (*to_slo < 0 && t->sent[k] > 0 && t->p99_ns[k] <= SLO_NS)
+			*to_slo = n;
+	}
+}
+
+static int worse(int a, int b)
+{
+	if (a < 0 || b < 0)
+		return -1;
+	return a > b ? a : b;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static const char *outdir = "bench/out";
+
+static FILE *open_out(const char *name, const char *ext)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s%s", outdir, name, ext);
+	f = fopen(path, "w");
+	if (f == NULL) {
+		fprintf(stderr, "matrix: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	return f;
+}
+
+static void ticks_text(char *buf, size_t len, int ticks)
+{
+	if (ticks == 0)
+		buf[0] = '\0';
+	else if (ticks < 0)
+		snprintf(buf, len, "never");
+	else
+		snprintf(buf, len, "%d", ticks);
+}
+
+/* The series of round one, and a gnuplot script drawing it. */
+static void write_series(const struct scenario *sc,
+                         const struct tick_stats *series /* [ARM_COUNT] */)
+{
+	FILE *dat = open_out(sc->name, ".dat");
+	FILE *gp = open_out(sc->name, ".gp");
+
+	fprintf(dat, "# %s: per tick of round one: capacity, then each arm's "
+	        "sending rate (req/s) and p99 (ms)\n# t capacity", sc->title);
+	for (size_t a = 0; a < ARM_COUNT; a++)
+		fprintf(dat, " %s_rate %s_p99", arms[a].name, arms[a].name);
+	fprintf(dat, "\n");
+	for (int k = 0; k < sc->measured_s; k++) {
+		fprintf(dat, "%d %.1f", k, sc->capacity(k + 0.5));
+		for (size_t a = 0; a < ARM_COUNT; a++)
+			fprintf(dat, " %d %.1f", series[a].sent[k],
+			        (double)series[a].p99_ns[k] / (double)MS);
+		fprintf(dat, "\n");
+	}
+	fclose(dat);
+
+	fprintf(gp,
+	        "set terminal png size 900,640 font ',9'\n"
+	        "set output '%s.png'\n"
+	        "set multiplot layout 2,1 title '%s (round one)'\n"
+	        "set key outside right top\n"
+	        "set grid\n"
+	        "set xlabel 't (s)'\n"
+	        "set ylabel 'sent (req/s)'\n"
+	        "plot '%s.dat' using 1:2 with steps lw 3 lc 'black' "
+	        "title 'capacity'",
+	        sc->name, sc->title, sc->name);
+	for (size_t a = 0; a < ARM_COUNT; a++)
+		fprintf(gp, ", \\\n  '' using 1:%zu with lines lw %d lc '%s' "
+		        "title '%s'", 3 + 2 * a, a == 0 ? 3 : 1, arms[a].color,
+		        arms[a].name);
+	fprintf(gp,
+	        "\nset logscale y\n"
+	        "set ylabel 'p99 (ms)'\n"
+	        "plot %g with lines lw 3 lc 'black' dt 2 title 'SLO'",
+	        (double)SLO_NS / (double)MS);
+	for (size_t a = 0; a < ARM_COUNT; a++)
+		fprintf(gp, ", \\\n  '%s.dat' using 1:%zu with lines lw %d "
+		        "lc '%s' title '%s'", sc->name, 4 + 2 * a, a == 0 ? 3 : 1,
+		        arms[a].color, arms[a].name);
+	fprintf(gp, "\nunset multiplot\n");
+	fclose(gp);
+}
+
+static struct result results[SCENARIO_COUNT][ARM_COUNT];
+
+/* The best goodput among the arms that keep 90% inside the SLO; -1 when
+ * none does. */
+static int best_qualified(size_t s)
+{
+	int best = -1;
+
+	for (size_t a = 0; a < ARM_COUNT; a++) {
+		if (results[s][a].inside_pct < 90)
+			continue;
+		if (best < 0 || results[s][a].goodput > results[s][best].goodput)
+			best = (int)a;
+	}
+	return best;
+}
+
+static void print_table(void)
+{
+	FILE *csv = open_out("matrix", ".csv");
+
+	fprintf(csv, "scenario,arm,goodput_per_s,inside_slo_pct,p99_ms,"
+	        "ticks_to_capacity,ticks_to_p99_under_slo\n");
+	printf("| scenario | arm | goodput/s | %% ≤ SLO | p99 ms | "
+	       "ticks to ±10%% cap | ticks to p99 ≤ SLO |\n");
+	printf("|---|---|--:|--:|--:|--:|--:|\n");
+	for (size_t s = 0; s < SCENARIO_COUNT; s++) {
+		int best = best_qualified(s);
+		for (size_t a = 0; a < ARM_COUNT; a++) {
+			const struct result *res = &results[s][a];
+			char cap[16], slo[16];
+			bool bold = (int)a == best;
+
+			ticks_text(cap, sizeof cap, res->to_capacity);
+			ticks_text(slo, sizeof slo, res->to_slo);
+			printf("| %s | %s | %s%.1f%s | %.1f | %.0f | %s | %s |\n",
+			       a == 0 ? scenarios[s].name : "", arms[a].label,
+			       bold ? "**" : "", res->goodput, bold ? "**" : "",
+			       res->inside_pct, (double)res->p99_ns / (double)MS,
+			       cap, slo);
+			fprintf(csv, "%s,%s,%.2f,%.2f,%.1f,%d,%d\n", scenarios[s].name,
+			        arms[a].name, res->goodput, res->inside_pct,
+			        (double)res->p99_ns / (double)MS, res->to_capacity,
+			        res->to_slo);
+		}
+	}
+	fclose(csv);
+}
+
+/* The targets for the default arm (arms[0]), each with its number. */
+static void print_targets(void)
+{
+	const size_t def = 0;
+	double worst_inside = 101, worst_ratio = 10;
+	const char *worst_inside_at = "", *worst_ratio_at = "";
+
+	printf("\nTargets for the default arm:\n\n");
+	for (size_t s = 0; s < SCENARIO_COUNT; s++) {
+		const struct result *res = &results[s][def];
+		int best = best_qualified(s);
+		if (res->inside_pct < worst_inside) {
+			worst_inside = res->inside_pct;
+			worst_inside_at = scenarios[s].name;
+		}
+		if (best >= 0 && results[s][best].goodput > 0) {
+			double ratio = res->goodput / results[s][best].goodput;
+			if (ratio < worst_ratio) {
+				worst_ratio = ratio;
+				worst_ratio_at = scenarios[s].name;
+			}
+		}
+	}
+	printf("- %s ≥ 90%% inside the SLO in every scenario: lowest %.1f%% "
+	       "(%s)\n", worst_inside >= 90 ? "met:" : "NOT met:", worst_inside,
+	       worst_inside_at);
+	printf("- %s goodput ≥ 90%% of the best arm keeping 90%% inside: lowest "
+	       "%.0f%% (%s)\n", worst_ratio >= 0.9 ? "met:" : "NOT met:",
+	       100 * worst_ratio, worst_ratio_at);
+	for (size_t s = 0; s < SCENARIO_COUNT; s++) {
+		const struct result *res = &results[s][def];
+		char n[16];
+		if (strcmp(scenarios[s].name, "capacity-recover") == 0) {
+			ticks_text(n, sizeof n, res->to_capacity);
+			printf("- %s recovery 40 -> 150 within 10%% of 150 in ≤ 10 "
+			       "ticks: %s\n",
+			       res->to_capacity > 0 && res->to_capacity <= 10 ?
+			       "met:" : "NOT met:", n);
+		}
+		if (strcmp(scenarios[s].name, "capacity-drop") == 0) {
+			ticks_text(n, sizeof n, res->to_slo);
+			printf("- %s drop 150 -> 40 p99 back under the SLO in ≤ 3 "
+			       "ticks: %s\n",
+			       res->to_slo > 0 && res->to_slo <= 3 ? "met:" : "NOT met:",
+			       n);
+		}
+	}
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: matrix [-o OUTDIR] [-r ROUNDS]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	int rounds = DEFAULT_ROUNDS;
+	int opt;
+
+	while ((opt = getopt(argc, argv, "o:r:")) != -1) {
+		switch (opt) {
+		case 'o':
+			outdir = optarg;
+			break;
+		case 'r':
+			rounds = atoi(optarg);
+			if (rounds < 1)
+				usage();
+			break;
+		default:
+			usage();
+		}
+	}
+	if (mkdir(outdir, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "matrix: %s: %s\n", outdir, strerror(errno));
+		return 1;
+	}
+
+	static struct tick_stats series[ARM_COUNT];
+	static struct tick_stats ts;
+	for (size_t s = 0; s < SCENARIO_COUNT; s++) {
+		const struct scenario *sc = &scenarios[s];
+		for (size_t a = 0; a < ARM_COUNT; a++) {
+			struct result *res = &results[s][a];
+			uint64_t inside = 0, sent = 0;
+			int64_t *all = NULL;
+			size_t nall = 0;
+
+			for (int round = 0; round < rounds; round++) {
+				struct run r;
+
+				memset(&r, 0, sizeof r);
+				r.sc = sc;
+				r.arm = &arms[a];
+				r.warmup_ns = WARMUP_S * SEC;
+				r.end_ns = r.warmup_ns + sc->measured_s * SEC;
+				prng_seed(&r.prng, (uint64_t)s << 40 | (uint64_t)a << 20 |
+				                   (uint64_t)round);
+				simulate(&r);
+				tick_stats(&r, &ts, sc->measured_s);
+				if (round == 0)
+					series[a] = ts;
+				if (sc->step_at_s >= 0) {
+					int cap, slo;
+					step_measures(sc, &ts, &cap, &slo);
+					res->to_capacity = round ? worse(res->to_capacity, cap)
+					                         : cap;
+					res->to_slo = round ? worse(res->to_slo, slo) : slo;
+				}
+				all = realloc(all, (nall + r.nrec + 1) * sizeof(*all));
+				if (all == NULL) {
+					perror("matrix: realloc");
+					return 1;
+				}
+				for (size_t i = 0; i < r.nrec; i++) {
+					all[nall++] = r.rec[i].latency_ns;
+					inside += r.rec[i].inside;
+				}
+				sent += r.nrec;
+				free(r.rec);
+			}
+			res->goodput = (double)inside / ((double)rounds * sc->measured_s);
+			res->inside_pct = sent ? 100.0 * (double)inside / (double)sent : 0;
+			res->p99_ns = p99_of(all, nall);
+			free(all);
+		}
+		write_series(sc, series);
+	}
+	print_table();
+	print_targets();
+	return 0;
+}
