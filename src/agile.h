@@ -264,16 +264,17 @@ bool agile_bucket_try_take(struct agile_bucket *b, int64_t now_ns,
 #define AGILE_HIST_BUCKETS \
 	((AGILE_HIST_MAX_EXPONENT - AGILE_HIST_SUB_BITS + 2) << AGILE_HIST_SUB_BITS)
 
+/* No running total: it would cost every record a second contended atomic
+ * add, and the drain sums the counts it takes anyway. */
 struct agile_histogram {
 	uint64_t counts[AGILE_HIST_BUCKETS];
-	uint64_t total;  /* sum of counts */
 	uint64_t sum_ns; /* sum of recorded values, for a mean */
 };
 
 /* A private copy taken by agile_hist_drain(); never shared. */
 struct agile_hist_snapshot {
 	uint64_t counts[AGILE_HIST_BUCKETS];
-	uint64_t total;
+	uint64_t total;  /* sum of counts */
 	uint64_t sum_ns;
 };
 

@@ -1,0 +1,518 @@
+/*
+ * hotpath.c - what libagile's hot-path calls cost: ns per call, on one
+ * thread and with two threads hammering one shared limiter, and (through
+ * scripts/bench-hotpath and callgrind) instructions per call.
+ *
+ * The calls measured are the ones a paced request makes (observe, take,
+ * the concurrency limiter's try-take and release, the tick-if-due check every
+ * event pays) plus the control step itself, which runs once per tick.  A
+ * clock_gettime(CLOCK_MONOTONIC) is timed alongside: it is what a caller pays
+ * to get the `now_ns` the core takes as an argument, and the row "take +
+ * clock read" is a take as a real caller issues it, the figure comparable to
+ * a leaky bucket that reads the clock itself (uber-go/ratelimit's 37 ns/op).
+ *
+ * Method.  Each run times a loop of calls by the calling thread's CPU time
+ * (CLOCK_THREAD_CPUTIME_ID), so a run that another process preempts on a
+ * busy host is not charged for the time it spent off the CPU, and divides
+ * by the number of calls; the loop's own overhead (an index increment and a
+ * load) is included, so the figures are a slight overestimate.  A run is
+ * repeated (-r, 21 by default) and the median kept.  The contended column
+ * pins two threads to two CPUs, starts them together at a barrier, and
+ * reports the time per call as each thread sees it (the mean of the two
+ * threads' ns/call).  It measures cache lines moving between cores, so it
+ * depends on where the host placed the two CPUs: on a virtual machine it
+ * varies several-fold between invocations while the one-thread column and
+ * the instruction counts stay put.
+ *
+ * The control step (tick) is timed one call at a time, because it needs
+ * samples recorded between calls to have work to do: 100 observes (untimed)
+ * precede each step, whose clock reads are subtracted using the measured
+ * cost of a clock read.  Contended, the second thread observes without
+ * pause while the first runs the steps.
+ *
+ * Observed round trips are drawn log-uniformly from 200 us to 20 ms (a
+ * seeded table), so records spread over ~400 histogram buckets as real
+ * traffic does instead of hitting one counter.
+ *
+ * Usage: hotpath [-r RUNS] [-i FILE]   print the markdown table; FILE holds
+ *                                       "op instructions-per-call" lines
+ *        hotpath -c OP -n CALLS         call OP CALLS times through its
+ *                                       noinline wrapper op_OP, untimed, for
+ *                                       callgrind --toggle-collect=op_OP
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agile.h"
+
+#define RTT_TABLE 1024 /* a power of two: indexed with a mask */
+#define DEFAULT_RUNS 21
+#define MAX_RUNS 101
+#define TICK_BATCH 100 /* observes recorded before each timed step */
+
+static int64_t rtt_table[RTT_TABLE];
+
+/* The two limiters every op works on; shared by both threads when
+ * contended.  Aligned as the state file aligns a slot's limiter. */
+static struct agile_rate_limiter rate __attribute__((aligned(64)));
+static struct agile_conc_limiter conc __attribute__((aligned(64)));
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+}
+
+/* CPU time of the calling thread: a run that another process preempts on a
+ * busy host is not charged for the time it spent off the CPU. */
+static int64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+}
+
+/* --- the operations, each behind a noinline wrapper ----------------------- */
+
+/* The wrappers are what callgrind's --toggle-collect names, so the counted
+ * instructions are exactly one call plus the wrapper's call and return. */
+#define OP __attribute__((noinline))
+
+OP int64_t op_clock(void);
+OP void op_observe(uint64_t i);
+OP int64_t op_take(int64_t now);
+OP int64_t op_take_clock(void);
+OP void op_try_release(void);
+OP bool op_tick_check(int64_t now);
+OP void op_tick(int64_t now);
+
+OP int64_t op_clock(void)
+{
+	return now_ns();
+}
+
+OP void op_observe(uint64_t i)
+{
+	agile_rate_observe(&rate, rtt_table[i & (RTT_TABLE - 1)]);
+}
+
+OP int64_t op_take(int64_t now)
+{
+	return agile_rate_take(&rate, now);
+}
+
+OP int64_t op_take_clock(void)
+{
+	return agile_rate_take(&rate, now_ns());
+}
+
+OP void op_try_release(void)
+{
+	if (agile_conc_try_take(&conc))
+		agile_conc_release(&conc);
+}
+
+/* The check every event makes; never due here (next_tick_ns is far). */
+OP bool op_tick_check(int64_t now)
+{
+	return agile_rate_tick_if_due(&rate, now);
+}
+
+OP void op_tick(int64_t now)
+{
+	agile_rate_tick(&rate, now);
+}
+
+/* --- set-up --------------------------------------------------------------- */
+
+static void fill_rtt_table(void)
+{
+	uint64_t x = 0x9e3779b97f4a7c15u; /* splitmix64, seeded: same table */
+
+	for (int i = 0; i < RTT_TABLE; i++) {
+		x += 0x9e3779b97f4a7c15u;
+		uint64_t z = x;
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+		z ^= z >> 31;
+		double u = (double)(z >> 11) / 9007199254740992.0;
+		rtt_table[i] = (int64_t)(200e3 * pow(100.0, u));
+	}
+}
+
+/* Fresh limiters with a ceiling far above any load a benchmark offers, so
+ * takes are never spaced out and the tick check is never due. */
+static void init_limiters(void)
+{
+	struct agile_config rc = {
+		.max_rate = 1000000000,
+		.slo_ns = 100 * AGILE_NS_PER_MS,
+	};
+	struct agile_config cc = {
+		.max_rate = 1000,
+		.slo_ns = 100 * AGILE_NS_PER_MS,
+	};
+
+	/* A tick period of an hour from t = 0: op_tick_check never wins. */
+	rc.tick_ns = 3600 * AGILE_NS_PER_S;
+	if (agile_rate_init(&rate, &rc, 0) < 0 ||
+	    agile_conc_init(&conc, &cc, 0) < 0) {
+		fprintf(stderr, "hotpath: limiter init failed\n");
+		exit(1);
+	}
+}
+
+/* --- timing --------------------------------------------------------------- */
+
+enum op_id {
+	OP_CLOCK,
+	OP_OBSERVE,
+	OP_TAKE,
+	OP_TAKE_CLOCK,
+	OP_TRY_RELEASE,
+	OP_TICK_CHECK,
+	OP_TICK,
+	OP_COUNT
+};
+
+struct op_desc {
+	const char *name;  /* as given to -c and in -f output */
+	const char *label; /* the table's row */
+	uint64_t calls;    /* per timed run */
+	double target_ns;  /* single-thread target; 0 none */
+};
+
+static const struct op_desc ops[OP_COUNT] = {
+	[OP_CLOCK] = {"clock", "clock_gettime(CLOCK_MONOTONIC)", 200000, 0},
+	[OP_OBSERVE] = {"observe", "observe (rate limiter)", 200000, 20},
+	[OP_TAKE] = {"take", "take (caller's now)", 200000, 40},
+	[OP_TAKE_CLOCK] = {"take_clock", "take + clock read", 200000, 40},
+	[OP_TRY_RELEASE] = {"try_release",
+	                    "try-take + release (concurrency)", 200000, 0},
+	[OP_TICK_CHECK] = {"tick_check", "tick_if_due, not due", 200000, 0},
+	[OP_TICK] = {"tick", "tick: drain + control step", 2000, 0},
+};
+
+/* Measured once, subtracted from each timed control step. */
+static double clock_cost_ns;
+
+/* Run `calls` calls of op; returns ns per call.  `stream` offsets the
+ * round-trip table so two threads do not record in lockstep. */
+static double run_op(enum op_id op, uint64_t calls, uint64_t stream)
+{
+	int64_t start = thread_cpu_ns();
+	int64_t virtual_now = now_ns();
+	double tick_ns = 0;
+
+	switch (op) {
+	case OP_CLOCK:
+		for (uint64_t i = 0; i < calls; i++)
+			(void)op_clock();
+		break;
+	case OP_OBSERVE:
+		for (uint64_t i = 0; i < calls; i++)
+			op_observe(i + stream);
+		break;
+	case OP_TAKE:
+		/* The caller's clock advances 100 ns a call. */
+		for (uint64_t i = 0; i < calls; i++)
+			(void)op_take(virtual_now + (int64_t)i * 100);
+		break;
+	case OP_TAKE_CLOCK:
+		for (uint64_t i = 0; i < calls; i++)
+			(void)op_take_clock();
+		break;
+	case OP_TRY_RELEASE:
+		for (uint64_t i = 0; i < calls; i++)
+			op_try_release();
+		break;
+	case OP_TICK_CHECK:
+		for (uint64_t i = 0; i < calls; i++)
+			(void)op_tick_check(virtual_now);
+		break;
+	case OP_TICK: {
+		/* stream 0 records its own samples; the contended run's
+		 * second thread records for it (stream != 0 never ticks). */
+		int64_t total = 0;
+
+		for (uint64_t i = 0; i < calls; i++) {
+			if (stream == 0)
+				for (int k = 0; k < TICK_BATCH; k++)
+					op_observe(i * TICK_BATCH + (uint64_t)k);
+			int64_t t0 = now_ns();
+			op_tick(t0);
+			total += now_ns() - t0;
+		}
+		tick_ns = (double)total / (double)calls - clock_cost_ns;
+		return tick_ns < 0 ? 0 : tick_ns;
+	}
+	case OP_COUNT:
+		break;
+	}
+	return (double)(thread_cpu_ns() - start) / (double)calls;
+}
+
+/* --- two threads ---------------------------------------------------------- */
+
+struct worker {
+	pthread_t thread;
+	int cpu;         /* -1: not pinned */
+	enum op_id op;
+	uint64_t calls;
+	uint64_t stream;
+	double ns_per_call;
+};
+
+static pthread_barrier_t start_line;
+static int observer_stop;
+
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	pin(w->cpu);
+	pthread_barrier_wait(&start_line);
+	w->ns_per_call = run_op(w->op, w->calls, w->stream);
+	return NULL;
+}
+
+/* The contended tick's second thread: observe until told to stop. */
+static void *observer_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t i = 0;
+
+	pin(w->cpu);
+	pthread_barrier_wait(&start_line);
+	while (!__atomic_load_n(&observer_stop, __ATOMIC_ACQUIRE))
+		op_observe(i++);
+	return NULL;
+}
+
+/* The CPUs this process may run on; the first two are used for pinning. */
+static void usable_cpus(int *first, int *second)
+{
+	cpu_set_t set;
+
+	*first = *second = -1;
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return;
+	for (int c = 0; c < CPU_SETSIZE; c++) {
+		if (!CPU_ISSET(c, &set))
+			continue;
+		if (*first < 0) {
+			*first = c;
+		} else {
+			*second = c;
+			return;
+		}
+	}
+}
+
+static double run_contended(enum op_id op, uint64_t calls)
+{
+	struct worker w[2];
+	int cpu0, cpu1;
+
+	usable_cpus(&cpu0, &cpu1);
+	if (cpu1 < 0)
+		cpu0 = -1; /* one CPU: let the scheduler share it */
+	pthread_barrier_init(&start_line, NULL, 2);
+	__atomic_store_n(&observer_stop, 0, __ATOMIC_RELEASE);
+	for (int t = 0; t < 2; t++) {
+		w[t] = (struct worker){
+			.cpu = t == 0 ? cpu0 : cpu1,
+			.op = op,
+			.calls = calls,
+			.stream = (uint64_t)t * (RTT_TABLE / 2),
+		};
+		void *(*fn)(void *) = op == OP_TICK && t == 1 ? observer_main
+		                                              : worker_main;
+		if (pthread_create(&w[t].thread, NULL, fn, &w[t]) != 0) {
+			fprintf(stderr, "hotpath: pthread_create: %s\n",
+			        strerror(errno));
+			exit(1);
+		}
+	}
+	pthread_join(w[0].thread, NULL);
+	__atomic_store_n(&observer_stop, 1, __ATOMIC_RELEASE);
+	pthread_join(w[1].thread, NULL);
+	pthread_barrier_destroy(&start_line);
+	if (op == OP_TICK)
+		return w[0].ns_per_call;
+	return (w[0].ns_per_call + w[1].ns_per_call) / 2;
+}
+
+/* --- medians -------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double measure(enum op_id op, int runs, bool contended)
+{
+	double v[MAX_RUNS];
+
+	init_limiters();
+	/* One untimed run warms caches, page tables and the branch
+	 * predictors. */
+	(void)run_op(op, ops[op].calls / 10 + 1, 0);
+	for (int r = 0; r < runs; r++)
+		v[r] = contended ? run_contended(op, ops[op].calls)
+		                 : run_op(op, ops[op].calls, 0);
+	return median(v, runs);
+}
+
+/* --- callgrind mode ------------------------------------------------------- */
+
+static int count_op(const char *name, uint64_t calls)
+{
+	for (int op = 0; op < OP_COUNT; op++) {
+		if (strcmp(ops[op].name, name) != 0)
+			continue;
+		init_limiters();
+		if (op == OP_TICK) {
+			/* The same work as timed: 100 samples per step. */
+			for (uint64_t i = 0; i < calls; i++) {
+				for (int k = 0; k < TICK_BATCH; k++)
+					op_observe(i * TICK_BATCH + (uint64_t)k);
+				op_tick((int64_t)(i + 1) * AGILE_NS_PER_S);
+			}
+		} else if (op == OP_OBSERVE) {
+			for (uint64_t i = 0; i < calls; i++)
+				op_observe(i);
+		} else {
+			(void)run_op((enum op_id)op, calls, 0);
+		}
+		return 0;
+	}
+	fprintf(stderr, "hotpath: unknown op %s\n", name);
+	return 2;
+}
+
+/* Read "op instructions-per-call" lines (scripts/bench-hotpath writes them
+ * from callgrind's counts); ops missing from the file print as "-". */
+static void read_instructions(const char *path, double *out)
+{
+	FILE *f = fopen(path, "r");
+	char name[32];
+	double v;
+
+	for (int op = 0; op < OP_COUNT; op++)
+		out[op] = -1;
+	if (f == NULL) {
+		fprintf(stderr, "hotpath: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	while (fscanf(f, "%31s %lf", name, &v) == 2)
+		for (int op = 0; op < OP_COUNT; op++)
+			if (strcmp(ops[op].name, name) == 0)
+				out[op] = v;
+	fclose(f);
+}
+
+static void print_table(const double *single, const double *contended,
+                        const double *instructions, int runs)
+{
+	printf("| call | ns/call, 1 thread | ns/call, 2 threads contending | "
+	       "instructions/call | target (1 thread) |\n"
+	       "|---|---:|---:|---:|---|\n");
+	for (int op = 0; op < OP_COUNT; op++) {
+		char target[64] = "", instr[32] = "-";
+
+		if (ops[op].target_ns > 0)
+			snprintf(target, sizeof(target), "<= %.0f ns: %s",
+			         ops[op].target_ns,
+			         single[op] <= ops[op].target_ns ? "met"
+			                                         : "MISSED");
+		if (instructions[op] >= 0)
+			snprintf(instr, sizeof(instr), "%.0f", instructions[op]);
+		printf("| %s | %.1f | %.1f | %s | %s |\n", ops[op].label,
+		       single[op], contended[op], instr, target);
+	}
+	printf("\nns/call: median of %d runs; instructions: callgrind, "
+	       "user space only.\n", runs);
+}
+
+int main(int argc, char **argv)
+{
+	int runs = DEFAULT_RUNS;
+	const char *count = NULL, *instr_path = NULL;
+	uint64_t calls = 100000;
+	double single[OP_COUNT], contended[OP_COUNT], instructions[OP_COUNT];
+	int c;
+
+	while ((c = getopt(argc, argv, "r:i:c:n:")) != -1) {
+		switch (c) {
+		case 'r':
+			runs = atoi(optarg);
+			break;
+		case 'i':
+			instr_path = optarg;
+			break;
+		case 'c':
+			count = optarg;
+			break;
+		case 'n':
+			calls = strtoull(optarg, NULL, 10);
+			break;
+		default:
+			fprintf(stderr, "usage: hotpath [-r RUNS] [-i FILE] | "
+			        "-c OP -n CALLS\n");
+			return 2;
+		}
+	}
+	if (runs < 1 || runs > MAX_RUNS) {
+		fprintf(stderr, "hotpath: -r takes 1 to %d\n", MAX_RUNS);
+		return 2;
+	}
+	fill_rtt_table();
+	if (count != NULL)
+		return count_op(count, calls);
+
+	for (int op = 0; op < OP_COUNT; op++)
+		instructions[op] = -1;
+	if (instr_path != NULL)
+		read_instructions(instr_path, instructions);
+	clock_cost_ns = measure(OP_CLOCK, runs, false);
+	for (int op = 0; op < OP_COUNT; op++) {
+		single[op] = op == OP_CLOCK ? clock_cost_ns
+		                            : measure((enum op_id)op, runs, false);
+		contended[op] = measure((enum op_id)op, runs, true);
+	}
+	print_table(single, contended, instructions, runs);
+	return 0;
+}
