@@ -5,6 +5,10 @@
  *
  * Each exported function is a one-line forwarder to a static one holding
  * the logic; the exported set is fixed by preload.map.
+ *
+ * In a vfork child (see agile__in_vfork_child) the descriptors are the
+ * child's but the table is its parent's: closing or duplicating there must
+ * leave the table alone, or the parent's sockets would stop being paced.
  */
 #include "config.h"
 
@@ -15,6 +19,7 @@
 #include <unistd.h>
 
 #include "hooks.h"
+#include "process.h"
 #include "track.h"
 
 static int hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -52,7 +57,7 @@ static int hook_close(int fd)
 {
 	struct agile_fd *t = agile__hook_tracked(fd);
 
-	if (t != NULL)
+	if (t != NULL && !agile__in_vfork_child())
 		agile__track_close(fd, t);
 	return agile__libc.close(fd);
 }
@@ -69,7 +74,8 @@ static int hook_close_range(unsigned int first, unsigned int last, int flags)
 	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
 		int saved = errno;
 
-		agile__fd_untrack_range(first, last);
+		if (!agile__in_vfork_child())
+			agile__fd_untrack_range(first, last);
 		errno = saved;
 	}
 	return rc;
@@ -81,7 +87,8 @@ static void hook_closefrom(int lowfd)
 	if (lowfd < 0)
 		lowfd = 0;
 	/* Forget first: closefrom cannot fail in a way that keeps fds. */
-	agile__fd_untrack_range((unsigned int)lowfd, ~0U);
+	if (!agile__in_vfork_child())
+		agile__fd_untrack_range((unsigned int)lowfd, ~0U);
 	if (agile__libc.closefrom != NULL)
 		agile__libc.closefrom(lowfd);
 	else
@@ -92,7 +99,13 @@ static void hook_closefrom(int lowfd)
  * socket that the call closed implicitly. */
 static void duplicated(int oldfd, int newfd, struct agile_fd *replaced)
 {
-	if (replaced != NULL && newfd != oldfd)
+	if (newfd == oldfd)
+		replaced = NULL;
+	if (replaced == NULL && agile__hook_tracked(oldfd) == NULL)
+		return;
+	if (agile__in_vfork_child())
+		return;
+	if (replaced != NULL)
 		agile__track_close(newfd, replaced);
 	if (agile__hook_tracked(oldfd) != NULL)
 		agile__track_dup(oldfd, newfd);

@@ -2,7 +2,9 @@
  * process.c - the preload's per-process life cycle (see process.h).
  *
  * The constructor does as little as possible, because LD_PRELOAD is
- * inherited by every child of the program: it checks AT_SECURE and reads
+ * inherited by every child of the program: it checks AT_SECURE, notes the
+ * process id and registers the fork handlers (so that a child forked before
+ * any hook ran is still known for a fork child, not a vfork one), reads
  * AGILE_STRICT, and only under AGILE_STRICT=1 parses the configuration
  * early, so that a configuration error stops the program before main()
  * runs.  Everything else is bound and loaded at first use.
@@ -21,6 +23,15 @@
 
 static int strict_mode = -1;
 
+/* The process whose address space this is: set by the constructor and by the
+ * fork child handler.  A vfork child runs neither, so getpid() differs from
+ * it there.  0 until the constructor runs. */
+static pid_t owner_pid;
+
+/* 1 once the fork handlers are registered (the constructor and symbol
+ * binding both ask; whichever runs first does it). */
+static int atfork_registered;
+
 bool agile__strict(void)
 {
 	if (strict_mode < 0) {
@@ -29,6 +40,13 @@ bool agile__strict(void)
 		strict_mode = v != NULL && strcmp(v, "1") == 0;
 	}
 	return strict_mode == 1;
+}
+
+bool agile__in_vfork_child(void)
+{
+	pid_t owner = __atomic_load_n(&owner_pid, __ATOMIC_RELAXED);
+
+	return owner != 0 && getpid() != owner;
 }
 
 void agile__strict_exit(void)
@@ -50,12 +68,14 @@ static void atfork_parent(void)
 
 static void atfork_child(void)
 {
+	__atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
 	agile__destinations_atfork_child();
 }
 
 void agile__process_register_atfork(void)
 {
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_ACQ_REL) == 0)
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 }
 
 __attribute__((constructor)) static void agile_preload_start(void)
@@ -68,6 +88,8 @@ __attribute__((constructor)) static void agile_preload_start(void)
 		__atomic_store_n(&agile__disabled, 1, __ATOMIC_RELEASE);
 		return;
 	}
+	__atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
+	agile__process_register_atfork();
 	if (agile__strict()) {
 		agile__bind();
 		agile__destinations_load();

@@ -12,9 +12,21 @@
  * process (exit status 2) instead of degrading. */
 bool agile__strict(void);
 
-/* Register the fork handlers; called once, from symbol binding, before any
- * preload lock can be taken. */
+/* Register the fork handlers, once however often it is called: from the
+ * constructor and from symbol binding, before any preload lock can be
+ * taken. */
 void agile__process_register_atfork(void);
+
+/*
+ * True in the child of a vfork() (or of a clone() sharing memory) that has
+ * not yet called exec: it runs in its parent's address space, so the
+ * preload's tables are the parent's.  Python's subprocess, for one, closes
+ * every descriptor above 2 in such a child with close_range(); the hooks must
+ * not take that for the parent closing its own sockets.  Costs a getpid()
+ * system call: the hooks ask only on a tracked socket's close, dup2 or
+ * connect, never on the fast path.
+ */
+bool agile__in_vfork_child(void);
 
 /* Stop the process because of a failure under AGILE_STRICT=1. */
 __attribute__((noreturn)) void agile__strict_exit(void);

@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "destinations.h"
 #include "log.h"
+#include "process.h"
 #include "symbols.h"
 #include "track.h"
 
@@ -223,6 +224,12 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	agile__enter();
 	dest = agile__destinations_match(addr, len);
 	t = agile__fd_lookup(fd);
+	if ((dest >= 0 || t != NULL) && agile__in_vfork_child()) {
+		/* The table is the parent's (see process.h). */
+		agile__leave();
+		errno = saved;
+		return agile__libc.connect(fd, addr, len);
+	}
 	if (t != NULL && dest >= 0 && t->dest == dest &&
 	    load8(&t->phase) != AGILE_FD_FAILED) {
 		agile__leave();
