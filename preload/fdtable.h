@@ -12,6 +12,14 @@
  * destination never allocates it.  An fd beyond the table (the program
  * raised its limit past the hard limit seen at start-up) is left untracked.
  *
+ * A socket can also be closed where no hook sees it: fclose() of a stream
+ * made with fdopen() closes the descriptor inside libc, and a program may
+ * make the close or close_range system call itself.  Its entry then outlives
+ * it, and the number may be reused by a file, a pipe or a new socket; so
+ * track.c compares the inode recorded at connect with the descriptor's own
+ * before it paces, starts or ends a request, and forgets an entry that no
+ * longer matches.
+ *
  * Entries are read and written with relaxed atomics: the usual owner of a
  * socket is one thread, but a reader thread and a writer thread may share
  * one, and the fields that hand a value from one to the other (the grant,
@@ -56,6 +64,9 @@ struct agile_fd {
 	int64_t response_ns;      /* when its response became readable, seen
 	                             while the sending thread waited for another
 	                             socket's grant; 0 when not seen that way */
+	uint64_t inode;           /* the socket's inode (fstat st_ino): tells
+	                             it from a file or socket that reused the
+	                             number after a close the hooks did not see */
 };
 
 extern struct agile_fd *agile__fd_table;

@@ -27,6 +27,8 @@
 	if (t_ == NULL) \
 		return call; \
 	start_ = agile__track_before_send(t_); \
+	if (start_ < 0) \
+		return call; \
 	r_ = call; \
 	agile__track_after_send(t_, (ssize_t)r_, errno, start_); \
 	return r_; \

@@ -1,7 +1,8 @@
 /*
  * hooks_socket.c - the hooks that create, inspect, duplicate and end a
  * socket's life: connect, getsockopt, shutdown, close, close_range,
- * closefrom, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC).
+ * closefrom, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC), and fdopen,
+ * which hands a socket to stdio.
  *
  * Each exported function is a one-line forwarder to a static one holding
  * the logic; the exported set is fixed by preload.map.
@@ -42,6 +43,19 @@ static int hook_getsockopt(int fd, int level, int name, void *value,
 	    value != NULL && len != NULL && *len >= sizeof(int))
 		agile__track_so_error(t, *(int *)value);
 	return rc;
+}
+
+/* A stream's reads and writes (and fclose's close) happen inside libc,
+ * unseen: the connection's grant is waited for here instead of at a first
+ * send that the hooks would never see. */
+static FILE *hook_fdopen(int fd, const char *mode)
+{
+	struct agile_fd *t = agile__hook_tracked(fd);
+	FILE *f = agile__libc.fdopen(fd, mode);
+
+	if (t != NULL && f != NULL)
+		agile__track_fdopen(t);
+	return f;
 }
 
 static int hook_shutdown(int fd, int how)
@@ -168,6 +182,11 @@ AGILE_EXPORT int getsockopt(int fd, int level, int name, void *value,
                             socklen_t *len)
 {
 	return hook_getsockopt(fd, level, name, value, len);
+}
+
+AGILE_EXPORT FILE *fdopen(int fd, const char *mode)
+{
+	return hook_fdopen(fd, mode);
 }
 
 AGILE_EXPORT int shutdown(int fd, int how)

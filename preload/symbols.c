@@ -54,6 +54,7 @@ static void bind_all(void)
 	BIND(fcntl, "fcntl");
 	BIND(fcntl64, "fcntl64");
 	BIND(getsockopt, "getsockopt");
+	BIND(fdopen, "fdopen");
 	BIND(getaddrinfo, "getaddrinfo");
 	BIND(gethostbyname, "gethostbyname");
 	/* A program without fcntl64 in its libc still calls fcntl. */

@@ -16,6 +16,7 @@
 
 #include <netdb.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -55,6 +56,7 @@ struct agile_libc {
 	int (*fcntl)(int, int, ...);
 	int (*fcntl64)(int, int, ...);
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	FILE *(*fdopen)(int, const char *);
 	int (*getaddrinfo)(const char *, const char *, const struct addrinfo *,
 	                   struct addrinfo **);
 	struct hostent *(*gethostbyname)(const char *);

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "agile.h"
 #include "atomics.h"
@@ -63,6 +64,36 @@ static __thread int watch_count __attribute__((tls_model("initial-exec")));
 static int fd_of(const struct agile_fd *t)
 {
 	return (int)(t - __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE));
+}
+
+/* The inode of the socket `fd` refers to, or 0 when it is not a socket. */
+static uint64_t socket_inode(int fd)
+{
+	struct stat st;
+	int saved = errno;
+	uint64_t inode = 0;
+
+	if (fstat(fd, &st) == 0 && S_ISSOCK(st.st_mode))
+		inode = (uint64_t)st.st_ino;
+	errno = saved;
+	return inode;
+}
+
+/*
+ * Is `t` still the entry of the socket its descriptor refers to?  Not when
+ * the socket was closed where no hook saw it (see fdtable.h) and the number
+ * reused: the entry is then forgotten, and the caller treats the descriptor
+ * as untracked.  One fstat(), asked only where a request is paced, started
+ * or ended, so a stream of reads inside one response pays nothing.
+ */
+static bool still_tracked(struct agile_fd *t)
+{
+	int fd = fd_of(t);
+
+	if (socket_inode(fd) == t->inode)
+		return true;
+	agile__fd_untrack(fd);
+	return false;
 }
 
 static void watch_add(int fd)
@@ -230,6 +261,8 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = saved;
 		return agile__libc.connect(fd, addr, len);
 	}
+	if (t != NULL && !still_tracked(t))
+		t = NULL; /* a new socket on a number closed behind our back */
 	if (t != NULL && dest >= 0 && t->dest == dest &&
 	    load8(&t->phase) != AGILE_FD_FAILED) {
 		agile__leave();
@@ -253,6 +286,7 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	t->flags = 0;
 	t->request_start_ns = 0;
 	t->response_ns = 0;
+	t->inode = socket_inode(fd);
 	__atomic_store_n(&t->grant_ns, agile_rate_take(&s->limiter, now),
 	                 __ATOMIC_RELEASE);
 	store8(&t->tracked, 1);
@@ -282,13 +316,17 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 int64_t agile__track_before_send(struct agile_fd *t)
 {
 	int saved = errno;
+	uint8_t request = load8(&t->request);
 	struct agile_state_slot *s;
 	int64_t now;
 
+	/* This send may wait for a grant or start a request. */
+	if (request != AGILE_REQ_IN_FLIGHT && !still_tracked(t))
+		return -1;
 	agile__enter();
 	s = slot_of(t);
 	now = agile__now_ns();
-	switch (load8(&t->request)) {
+	switch (request) {
 	case AGILE_REQ_NEEDS_GRANT: {
 		/* pace=request: a new request on a kept-alive connection.
 		 * Only the thread that moves the state takes the grant. */
@@ -371,6 +409,12 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	}
 	if (result == 0 && asked == 0)
 		return;
+	/* This read may end a request or classify a connect. */
+	if ((load8(&t->request) == AGILE_REQ_IN_FLIGHT ||
+	     load8(&t->phase) == AGILE_FD_CONNECTING) && !still_tracked(t)) {
+		errno = error;
+		return;
+	}
 	agile__enter();
 	s = slot_of(t);
 	if (result < 0 && is_unreachable(error) &&
@@ -395,6 +439,22 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	}
 	agile__leave();
 	errno = error;
+}
+
+void agile__track_fdopen(struct agile_fd *t)
+{
+	int saved = errno;
+	struct agile_state_slot *s;
+	int64_t now;
+
+	if (!still_tracked(t))
+		return;
+	agile__enter();
+	s = slot_of(t);
+	now = settle_grant(t, agile__now_ns());
+	agile__destinations_tick(s, now);
+	agile__leave();
+	errno = saved;
 }
 
 void agile__track_so_error(struct agile_fd *t, int so_error)
@@ -475,6 +535,7 @@ void agile__track_dup(int oldfd, int newfd)
 			&from->request_start_ns, 0, __ATOMIC_ACQ_REL);
 		to->response_ns = __atomic_exchange_n(&from->response_ns, 0,
 		                                      __ATOMIC_ACQ_REL);
+		to->inode = from->inode;
 		if (to->request == AGILE_REQ_IN_FLIGHT &&
 		    to->request_start_ns == 0)
 			to->request = AGILE_REQ_FREE;

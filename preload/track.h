@@ -26,6 +26,11 @@
  *                  once per connection.  The grant is waited for before the
  *                  failure is returned, so a retry loop against a refused
  *                  port is paced like any other caller.
+ *   reuse          a socket closed where no hook saw it (fclose of an
+ *                  fdopen()ed stream, a raw close system call) leaves its
+ *                  entry behind; the socket's inode, recorded at connect, is
+ *                  compared with the fd's before a request is paced, started
+ *                  or ended, and a stale entry is forgotten.
  *   close/shutdown with a request outstanding: truncated(elapsed).  EOF or
  *                  ECONNRESET on a read with a request outstanding is the
  *                  same.  EINTR and EAGAIN record nothing.
@@ -43,7 +48,9 @@
 int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len);
 
 /* Before a send/write on a tracked fd: wait for a grant when one is due.
- * Returns the time the real call starts. */
+ * Returns the time the real call starts, or -1 when the fd turned out not to
+ * be the tracked socket any more (closed where no hook saw it, its number
+ * reused): the entry is forgotten and the hook passes the call through. */
 int64_t agile__track_before_send(struct agile_fd *t);
 /* After it: `result` is its return value (> 0 means data went out) and
  * `error` its errno when it failed. */
@@ -53,6 +60,10 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
  * `asked` > 0), < 0 failed with `error`. */
 void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
                              size_t asked);
+/* fdopen() wrapped the socket in a stdio stream, whose reads and writes run
+ * inside libc where no hook sees them: its grant is waited for now, so the
+ * connection is paced even though its requests cannot be. */
+void agile__track_fdopen(struct agile_fd *t);
 /* After getsockopt(SO_ERROR) succeeded and reported `so_error`. */
 void agile__track_so_error(struct agile_fd *t, int so_error);
 /* shutdown(how) is about to run on a tracked fd. */
