@@ -34,6 +34,7 @@ extern char **environ;
 static struct agile_rules rules;
 static int rules_enabled;   /* enabled rules; 0 means "match nothing" */
 static int host_rules;      /* enabled hostname rules */
+static int listen_rules;    /* enabled AGILE_LISTEN_ rules */
 static int hosts_resolved;  /* the start-up fallback lookup has run */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -69,6 +70,8 @@ static void load(void)
 		rules_enabled++;
 		if (rules.rule[i].kind == AGILE_DEST_HOST)
 			host_rules++;
+		if (rules.rule[i].inbound)
+			listen_rules++;
 	}
 	if (errors > 0 && agile__strict()) {
 		agile__log(AGILE_LOG_ERROR, "AGILE_STRICT=1: %d configuration "
@@ -91,6 +94,26 @@ void agile__destinations_load(void)
 int agile__destinations_pace(int dest)
 {
 	return (int)rules.rule[dest].pace;
+}
+
+const struct agile_rule *agile__destinations_rule(int dest)
+{
+	return &rules.rule[dest];
+}
+
+int agile__destinations_match_listen(const struct sockaddr *addr,
+                                     socklen_t len)
+{
+	agile__destinations_load();
+	if (rules_enabled == 0 || addr == NULL)
+		return -1;
+	return agile_rules_match_listen(&rules, addr, len);
+}
+
+bool agile__destinations_any_listen(void)
+{
+	agile__destinations_load();
+	return listen_rules > 0;
 }
 
 static void on_resolve_error(const char *message, void *arg)
@@ -271,13 +294,14 @@ static struct agile_state_slot *private_slot(const struct agile_rule *r,
 		s = &fallback[r - rules.rule];
 	}
 	if (agile_state_slot_init(s, r->name, r->dest_text, r->pace,
-	                          &r->config, now, agile__unix_ns()) < 0) {
+	                          &r->config, &r->resilience, now,
+	                          agile__unix_ns()) < 0) {
 		/* max is validated by the parser (the rule would be
 		 * disabled); a floor-only limiter keeps the promise anyway. */
 		struct agile_config c = { .max_rate = 1 };
 
 		agile_state_slot_init(s, r->name, r->dest_text, r->pace, &c,
-		                      now, agile__unix_ns());
+		                      &r->resilience, now, agile__unix_ns());
 	}
 	s->state = AGILE_SLOT_READY;
 	return s;
@@ -294,7 +318,8 @@ static struct agile_state_slot *attach(int dest)
 	state_open_once();
 	if (state_map.header != NULL) {
 		rc = agile_state_slot_acquire(&state_map, r->name, r->dest_text,
-		                              r->pace, &r->config, now,
+		                              r->pace, &r->config,
+		                              &r->resilience, now,
 		                              agile__unix_ns(), &s, &other);
 		if (rc >= 0) {
 			agile_state_slot_attach_pid(s, (int32_t)getpid());

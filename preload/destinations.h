@@ -23,6 +23,15 @@ void agile__destinations_load(void);
  * nothing else matched. */
 int agile__destinations_match(const struct sockaddr *addr, socklen_t len);
 
+/* Rule `dest` as parsed (its resilience settings, its kind). */
+const struct agile_rule *agile__destinations_rule(int dest);
+
+/* The listener rule (AGILE_LISTEN_) a listening socket's local address
+ * matches, or -1; and whether any is configured at all. */
+int agile__destinations_match_listen(const struct sockaddr *addr,
+                                     socklen_t len);
+bool agile__destinations_any_listen(void);
+
 /* enum agile_pace of rule `dest`. */
 int agile__destinations_pace(int dest);
 

@@ -52,6 +52,16 @@ enum agile_fd_request {
 };
 
 #define AGILE_FD_UNREACHABLE_COUNTED 0x1 /* unavailable recorded once */
+/* The resilience features' per-socket marks (resilience_hook.c, http.c,
+ * inbound.c), set and cleared with atomic or/and like the one above. */
+#define AGILE_FD_BREAKER_OPEN 0x2 /* a breaker call awaits its outcome */
+#define AGILE_FD_EXCLUDED 0x4     /* proto=http: the request in flight is to
+                                     an excluded path; no sample */
+#define AGILE_FD_INBOUND 0x8      /* a connection accepted on a listener
+                                     (AGILE_LISTEN_): requests are read and
+                                     responses written, nothing is paced */
+#define AGILE_FD_SHED_CHECKED 0x10 /* inbound: the first request was
+                                     classified (exclude=) */
 
 struct agile_fd {
 	uint8_t tracked;          /* 1: a matched stream socket */
@@ -64,6 +74,9 @@ struct agile_fd {
 	int64_t response_ns;      /* when its response became readable, seen
 	                             while the sending thread waited for another
 	                             socket's grant; 0 when not seen that way */
+	int32_t permit;           /* concurrency permit held (index + 1) by
+	                             this descriptor's process; 0 none */
+	int32_t permit_tid;       /* the thread that acquired it */
 	uint64_t inode;           /* the socket's inode (fstat st_ino): tells
 	                             it from a file or socket that reused the
 	                             number after a close the hooks did not see */

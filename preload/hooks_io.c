@@ -19,8 +19,9 @@
 #include "hooks.h"
 #include "track.h"
 
-/* Run `call` (an expression) as a send on fd; evaluates to its result. */
-#define SEND_LIKE(type, fd, call) do { \
+/* Run `call` (an expression) as a send on fd; evaluates to its result.
+ * `data` and `data_len` are its first buffer, for proto=http (http.c). */
+#define SEND_LIKE(type, fd, data, data_len, call) do { \
 	struct agile_fd *t_ = agile__hook_tracked(fd); \
 	int64_t start_; \
 	type r_; \
@@ -30,20 +31,33 @@
 	if (start_ < 0) \
 		return call; \
 	r_ = call; \
-	agile__track_after_send(t_, (ssize_t)r_, errno, start_); \
+	agile__track_after_send(t_, (ssize_t)r_, errno, start_, (data), \
+	                        (data_len)); \
 	return r_; \
 } while (0)
 
 /* Same for a receive that asked for `asked` bytes. */
-#define RECV_LIKE(type, fd, asked, call) do { \
+#define RECV_LIKE(type, fd, asked, data, data_len, call) do { \
 	struct agile_fd *t_ = agile__hook_tracked(fd); \
 	type r_; \
 	if (t_ == NULL) \
 		return call; \
 	r_ = call; \
-	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked)); \
+	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), (data), \
+	                        (data_len)); \
 	return r_; \
 } while (0)
+
+/* The first buffer of an iovec array, and its length. */
+static const void *iov_first(const struct iovec *iov, int count)
+{
+	return iov != NULL && count > 0 ? iov[0].iov_base : NULL;
+}
+
+static size_t iov_first_len(const struct iovec *iov, int count)
+{
+	return iov != NULL && count > 0 ? iov[0].iov_len : 0;
+}
 
 static size_t iov_total(const struct iovec *iov, int count)
 {
@@ -56,46 +70,51 @@ static size_t iov_total(const struct iovec *iov, int count)
 
 static ssize_t hook_send(int fd, const void *buf, size_t len, int flags)
 {
-	SEND_LIKE(ssize_t, fd, agile__libc.send(fd, buf, len, flags));
+	SEND_LIKE(ssize_t, fd, buf, len, agile__libc.send(fd, buf, len, flags));
 }
 
 static ssize_t hook_sendto(int fd, const void *buf, size_t len, int flags,
                            const struct sockaddr *addr, socklen_t addrlen)
 {
-	SEND_LIKE(ssize_t, fd,
+	SEND_LIKE(ssize_t, fd, buf, len,
 	          agile__libc.sendto(fd, buf, len, flags, addr, addrlen));
 }
 
 static ssize_t hook_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	SEND_LIKE(ssize_t, fd, agile__libc.sendmsg(fd, msg, flags));
+	SEND_LIKE(ssize_t, fd,
+	          msg ? iov_first(msg->msg_iov, (int)msg->msg_iovlen) : NULL,
+	          msg ? iov_first_len(msg->msg_iov, (int)msg->msg_iovlen) : 0,
+	          agile__libc.sendmsg(fd, msg, flags));
 }
 
 static int hook_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n,
                          int flags)
 {
-	SEND_LIKE(int, fd, agile__libc.sendmmsg(fd, vec, n, flags));
+	SEND_LIKE(int, fd, NULL, 0, agile__libc.sendmmsg(fd, vec, n, flags));
 }
 
 static ssize_t hook_write(int fd, const void *buf, size_t len)
 {
-	SEND_LIKE(ssize_t, fd, agile__libc.write(fd, buf, len));
+	SEND_LIKE(ssize_t, fd, buf, len, agile__libc.write(fd, buf, len));
 }
 
 static ssize_t hook_writev(int fd, const struct iovec *iov, int count)
 {
-	SEND_LIKE(ssize_t, fd, agile__libc.writev(fd, iov, count));
+	SEND_LIKE(ssize_t, fd, iov_first(iov, count), iov_first_len(iov, count),
+	          agile__libc.writev(fd, iov, count));
 }
 
 static ssize_t hook_recv(int fd, void *buf, size_t len, int flags)
 {
-	RECV_LIKE(ssize_t, fd, len, agile__libc.recv(fd, buf, len, flags));
+	RECV_LIKE(ssize_t, fd, len, buf, len,
+	          agile__libc.recv(fd, buf, len, flags));
 }
 
 static ssize_t hook_recvfrom(int fd, void *buf, size_t len, int flags,
                              struct sockaddr *addr, socklen_t *addrlen)
 {
-	RECV_LIKE(ssize_t, fd, len,
+	RECV_LIKE(ssize_t, fd, len, buf, len,
 	          agile__libc.recvfrom(fd, buf, len, flags, addr, addrlen));
 }
 
@@ -103,36 +122,39 @@ static ssize_t hook_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	RECV_LIKE(ssize_t, fd, msg ? iov_total(msg->msg_iov,
 	                                       (int)msg->msg_iovlen) : 0,
+	          msg ? iov_first(msg->msg_iov, (int)msg->msg_iovlen) : NULL,
+	          msg ? iov_first_len(msg->msg_iov, (int)msg->msg_iovlen) : 0,
 	          agile__libc.recvmsg(fd, msg, flags));
 }
 
 static int hook_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n,
                          int flags, struct timespec *timeout)
 {
-	RECV_LIKE(int, fd, (size_t)n,
+	RECV_LIKE(int, fd, (size_t)n, NULL, 0,
 	          agile__libc.recvmmsg(fd, vec, n, flags, timeout));
 }
 
 static ssize_t hook_read(int fd, void *buf, size_t len)
 {
-	RECV_LIKE(ssize_t, fd, len, agile__libc.read(fd, buf, len));
+	RECV_LIKE(ssize_t, fd, len, buf, len, agile__libc.read(fd, buf, len));
 }
 
 static ssize_t hook_readv(int fd, const struct iovec *iov, int count)
 {
-	RECV_LIKE(ssize_t, fd, iov_total(iov, count),
-	          agile__libc.readv(fd, iov, count));
+	RECV_LIKE(ssize_t, fd, iov_total(iov, count), iov_first(iov, count),
+	          iov_first_len(iov, count), agile__libc.readv(fd, iov, count));
 }
 
 static ssize_t hook_read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-	RECV_LIKE(ssize_t, fd, len, agile__libc.read_chk(fd, buf, len, buflen));
+	RECV_LIKE(ssize_t, fd, len, buf, len,
+	          agile__libc.read_chk(fd, buf, len, buflen));
 }
 
 static ssize_t hook_recv_chk(int fd, void *buf, size_t len, size_t buflen,
                              int flags)
 {
-	RECV_LIKE(ssize_t, fd, len,
+	RECV_LIKE(ssize_t, fd, len, buf, len,
 	          agile__libc.recv_chk(fd, buf, len, buflen, flags));
 }
 
@@ -140,7 +162,7 @@ static ssize_t hook_recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
                                  int flags, struct sockaddr *addr,
                                  socklen_t *addrlen)
 {
-	RECV_LIKE(ssize_t, fd, len,
+	RECV_LIKE(ssize_t, fd, len, buf, len,
 	          agile__libc.recvfrom_chk(fd, buf, len, buflen, flags, addr,
 	                                   addrlen));
 }

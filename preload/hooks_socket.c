@@ -21,6 +21,7 @@
 
 #include "hooks.h"
 #include "process.h"
+#include "resilience_hook.h"
 #include "track.h"
 
 static int hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
@@ -88,8 +89,10 @@ static int hook_close_range(unsigned int first, unsigned int last, int flags)
 	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
 		int saved = errno;
 
-		if (!agile__in_vfork_child())
+		if (!agile__in_vfork_child()) {
+			agile__resilience_forget_range(first, last); /* permits */
 			agile__fd_untrack_range(first, last);
+		}
 		errno = saved;
 	}
 	return rc;
@@ -101,8 +104,11 @@ static void hook_closefrom(int lowfd)
 	if (lowfd < 0)
 		lowfd = 0;
 	/* Forget first: closefrom cannot fail in a way that keeps fds. */
-	if (!agile__in_vfork_child())
+	if (!agile__in_vfork_child()) {
+		/* Permits first: the table entries still say which. */
+		agile__resilience_forget_range((unsigned int)lowfd, ~0U);
 		agile__fd_untrack_range((unsigned int)lowfd, ~0U);
+	}
 	if (agile__libc.closefrom != NULL)
 		agile__libc.closefrom(lowfd);
 	else

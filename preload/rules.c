@@ -33,6 +33,8 @@
 
 #define DEST_PREFIX "AGILE_DEST_"
 #define DEST_PREFIX_LEN (sizeof(DEST_PREFIX) - 1)
+#define LISTEN_PREFIX "AGILE_LISTEN_"
+#define LISTEN_PREFIX_LEN (sizeof(LISTEN_PREFIX) - 1)
 
 /* The longest line a message can be; longer user text is cut short. */
 #define MESSAGE_MAX 512
@@ -58,70 +60,135 @@ enum key_type {
 	KEY_DECIMAL,  /* double, >= 0 */
 	KEY_ANCHOR,
 	KEY_PRESET,
-	KEY_PACE
+	KEY_PACE,
+	KEY_RESILIENCE /* struct agile_resilience_config: see parse_resilience */
+};
+
+/* Which rules a key applies to. */
+enum key_scope {
+	SCOPE_BOTH = 0, /* destinations and listeners */
+	SCOPE_DEST,     /* AGILE_DEST_ only */
+	SCOPE_LISTEN    /* AGILE_LISTEN_ only */
 };
 
 struct key_spec {
 	const char *name;
 	enum key_type type;
-	size_t offset;      /* into struct agile_config; unused for KEY_PACE */
+	size_t offset;      /* into struct agile_config; unused for KEY_PACE
+	                       and KEY_RESILIENCE */
 	const char *expect; /* the "expected ..." tail of a message */
+	enum key_scope scope;
 };
 
 #define CONFIG_FIELD(field) offsetof(struct agile_config, field)
+#define AGILE_STRINGIFY_(x) #x
+#define AGILE_STRINGIFY(x) AGILE_STRINGIFY_(x)
 
 /* The order is the order of agilepreload(7) and of the list printed when an
  * unknown key has no close match. */
 static const struct key_spec keys[] = {
 	{ "max", KEY_RATE, CONFIG_FIELD(max_rate),
-	  "expected a whole number of requests per second greater than 0" },
+	  "expected a whole number of requests per second greater than 0",
+	  SCOPE_BOTH },
 	{ "min", KEY_RATE, CONFIG_FIELD(min_rate),
-	  "expected a whole number of requests per second, 0 or more" },
+	  "expected a whole number of requests per second, 0 or more",
+	  SCOPE_BOTH },
 	{ "floor", KEY_RATE, CONFIG_FIELD(floor_rate),
-	  "expected a whole number of requests per second, 0 or more" },
+	  "expected a whole number of requests per second, 0 or more",
+	  SCOPE_BOTH },
 	{ "probe", KEY_RATE, CONFIG_FIELD(probe_rate),
-	  "expected a whole number of requests per second, 0 or more" },
+	  "expected a whole number of requests per second, 0 or more",
+	  SCOPE_BOTH },
 	{ "initial", KEY_RATE, CONFIG_FIELD(initial_rate),
-	  "expected a whole number of requests per second, 0 or more" },
-	{ "slo", KEY_DURATION, CONFIG_FIELD(slo_ns), DURATION_EXPECTED },
+	  "expected a whole number of requests per second, 0 or more",
+	  SCOPE_BOTH },
+	{ "slo", KEY_DURATION, CONFIG_FIELD(slo_ns), DURATION_EXPECTED,
+	  SCOPE_BOTH },
 	{ "anchor", KEY_ANCHOR, CONFIG_FIELD(anchor),
-	  "expected unset, baseline or slo" },
+	  "expected unset, baseline or slo", SCOPE_BOTH },
 	{ "preset", KEY_PRESET, CONFIG_FIELD(preset),
-	  "expected none, balanced, latency-first or throughput-first" },
+	  "expected none, balanced, latency-first or throughput-first",
+	  SCOPE_BOTH },
 	{ "tail_factor", KEY_DECIMAL, CONFIG_FIELD(tail_factor),
-	  "expected a decimal number, 0 or more, such as 1.5" },
+	  "expected a decimal number, 0 or more, such as 1.5", SCOPE_BOTH },
 	{ "tail_tolerance", KEY_DECIMAL, CONFIG_FIELD(tail_tolerance),
-	  "expected a decimal number, 0 or more, such as 0.05" },
-	{ "tick", KEY_DURATION, CONFIG_FIELD(tick_ns), DURATION_EXPECTED },
+	  "expected a decimal number, 0 or more, such as 0.05", SCOPE_BOTH },
+	{ "tick", KEY_DURATION, CONFIG_FIELD(tick_ns), DURATION_EXPECTED,
+	  SCOPE_BOTH },
 	{ "up", KEY_DECIMAL, CONFIG_FIELD(up_step),
-	  "expected a decimal number, 0 or more, such as 0.05" },
+	  "expected a decimal number, 0 or more, such as 0.05", SCOPE_BOTH },
 	{ "down", KEY_DECIMAL, CONFIG_FIELD(down_step),
-	  "expected a decimal number, 0 or more, such as 0.3" },
+	  "expected a decimal number, 0 or more, such as 0.3", SCOPE_BOTH },
 	{ "gain", KEY_DECIMAL, CONFIG_FIELD(gain),
-	  "expected a decimal number, 0 or more, such as 0.5" },
+	  "expected a decimal number, 0 or more, such as 0.5", SCOPE_BOTH },
 	{ "inflation", KEY_DECIMAL, CONFIG_FIELD(target_inflation),
-	  "expected a decimal number, 0 or more, such as 1.0" },
+	  "expected a decimal number, 0 or more, such as 1.0", SCOPE_BOTH },
 	{ "deadband", KEY_DECIMAL, CONFIG_FIELD(deadband),
-	  "expected a decimal number, 0 or more, such as 0.1" },
+	  "expected a decimal number, 0 or more, such as 0.1", SCOPE_BOTH },
 	{ "backoff_ticks", KEY_COUNT, CONFIG_FIELD(backoff_ticks),
-	  "expected a whole number of ticks, 0 or more" },
+	  "expected a whole number of ticks, 0 or more", SCOPE_BOTH },
 	{ "recover_ticks", KEY_COUNT, CONFIG_FIELD(recover_ticks),
-	  "expected a whole number of ticks, 0 or more" },
+	  "expected a whole number of ticks, 0 or more", SCOPE_BOTH },
 	{ "slow_start", KEY_DECIMAL, CONFIG_FIELD(slow_start_gain),
-	  "expected a decimal number, 0 or more, such as 2.0" },
+	  "expected a decimal number, 0 or more, such as 2.0", SCOPE_BOTH },
 	{ "recover_ramp", KEY_DECIMAL, CONFIG_FIELD(recover_ramp),
-	  "expected a decimal number, 0 or more, such as 0.5" },
+	  "expected a decimal number, 0 or more, such as 0.5", SCOPE_BOTH },
 	{ "slow_half_life", KEY_DURATION, CONFIG_FIELD(slow_half_life_ns),
-	  DURATION_EXPECTED },
+	  DURATION_EXPECTED, SCOPE_BOTH },
 	{ "slow_down_half_life", KEY_DURATION,
-	  CONFIG_FIELD(slow_down_half_life_ns), DURATION_EXPECTED },
+	  CONFIG_FIELD(slow_down_half_life_ns), DURATION_EXPECTED, SCOPE_BOTH },
 	{ "max_baseline_rise", KEY_DECIMAL, CONFIG_FIELD(max_baseline_rise),
-	  "expected a decimal number, 0 or more, such as 0.002" },
-	{ "pace", KEY_PACE, 0, "expected request or connect" },
+	  "expected a decimal number, 0 or more, such as 0.002", SCOPE_BOTH },
+	{ "pace", KEY_PACE, 0, "expected request or connect", SCOPE_DEST },
+	/* The resilience keys (resilience.h), in agilepreload(7)'s order.
+	 * FIRST_RESILIENCE_KEY below names the first one. */
+	{ "concurrency", KEY_RESILIENCE, 0,
+	  "expected a whole number of connections from 1 to "
+	  AGILE_STRINGIFY(AGILE_STATE_PERMITS) ", or adaptive[,law=agile|aimd|"
+	  "vegas|gradient]", SCOPE_DEST },
+	{ "acquire_timeout", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
+	{ "breaker", KEY_RESILIENCE, 0, "expected sre", SCOPE_DEST },
+	{ "breaker_k", KEY_RESILIENCE, 0,
+	  "expected a decimal number, 1 or more, such as 1.5", SCOPE_DEST },
+	{ "breaker_protection", KEY_RESILIENCE, 0,
+	  "expected a decimal number of calls, 0 or more, such as 5",
+	  SCOPE_DEST },
+	{ "breaker_window", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
+	{ "quota", KEY_RESILIENCE, 0,
+	  "expected N/PERIOD[,align] such as 1000/1d or 20/s,align",
+	  SCOPE_DEST },
+	{ "window", KEY_RESILIENCE, 0,
+	  "expected N/SPAN such as 100/1m, with N from 1 to "
+	  AGILE_STRINGIFY(AGILE_STATE_WINDOW_MAX), SCOPE_DEST },
+	{ "over", KEY_RESILIENCE, 0, "expected refuse or wait", SCOPE_DEST },
+	{ "proto", KEY_RESILIENCE, 0, "expected http or none", SCOPE_BOTH },
+	{ "exclude", KEY_RESILIENCE, 0,
+	  "expected a comma-separated list of at most "
+	  AGILE_STRINGIFY(AGILE_EXCLUDE_MAX) " paths such as /health,/metrics",
+	  SCOPE_BOTH },
+	{ "connect_timeout", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
+	{ "retry", KEY_RESILIENCE, 0,
+	  "expected a whole number of retries from 0 to 100", SCOPE_DEST },
+	{ "key_rate", KEY_RESILIENCE, 0,
+	  "expected a decimal number of connects per second per address "
+	  "greater than 0", SCOPE_DEST },
+	{ "keys", KEY_RESILIENCE, 0,
+	  "expected a whole number of addresses from 1 to 10000000",
+	  SCOPE_DEST },
+	{ "shed", KEY_RESILIENCE, 0, "expected cpu or cpu:PERMILLE such as "
+	  "cpu:800", SCOPE_LISTEN },
+	{ "shed_response", KEY_RESILIENCE, 0,
+	  "expected close or an HTTP status from 400 to 599 such as 503",
+	  SCOPE_LISTEN },
+	{ "retry_after", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
 };
+
+
 
 #define KEY_COUNT_ALL (sizeof(keys) / sizeof(keys[0]))
 #define KEY_MAX (&keys[0]) /* max, the one required key */
+#define FIRST_RESILIENCE_KEY "concurrency"
+
 
 /* ------------------------------------------------------------------------ */
 /* Reporting                                                                 */
@@ -423,7 +490,7 @@ static void report_unknown_key(struct reporter *r, const char *word,
                                size_t len)
 {
 	const char *near = nearest_key(word, len);
-	char list[MESSAGE_MAX / 2];
+	char list[MESSAGE_MAX / 2 + 64];
 	size_t used = 0;
 
 	if (len > QUOTE_MAX)
@@ -433,13 +500,18 @@ static void report_unknown_key(struct reporter *r, const char *word,
 		       word, near);
 		return;
 	}
+	/* The controller's keys in full; the resilience keys are too many
+	 * to list in one line as well, so the message names a few and
+	 * points to the manual. */
 	list[0] = '\0';
-	for (size_t i = 0; i < KEY_COUNT_ALL && used < sizeof(list); i++)
+	for (size_t i = 0; i < KEY_COUNT_ALL && used < sizeof(list) &&
+	     strcmp(keys[i].name, FIRST_RESILIENCE_KEY) != 0; i++)
 		used += (size_t)snprintf(list + used, sizeof(list) - used,
 		                         "%s%s", i == 0 ? "" : ", ",
 		                         keys[i].name);
-	report(r, "unknown key \"%.*s\"; expected one of %s", (int)len, word,
-	       list);
+	report(r, "unknown key \"%.*s\"; expected one of %s, or a resilience "
+	       "key such as concurrency, breaker, quota, window or proto (see "
+	       "agilepreload(7))", (int)len, word, list);
 }
 
 /* The message for a number that could not be read, e.g.
@@ -468,6 +540,316 @@ static void report_number(struct reporter *r, const struct key_spec *key,
 	}
 	report(r, "key \"%s\": \"%.*s\" %s; %s", key->name, QUOTE_MAX, value,
 	       what[why], key->expect);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resilience settings                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A period or span: a duration (see parse_duration) that may also be in
+ * hours (h) or days (d), or a bare unit meaning one of it ("s", "m", "h",
+ * "d"), so quota=1000/d and quota=1000/1d say the same.
+ */
+static enum number_error parse_period(const char *text, int64_t *out_ns)
+{
+	char buf[64];
+	size_t len = strlen(text);
+	int64_t scale = 1;
+	int64_t ns;
+	enum number_error why;
+
+	if (len == 0)
+		return NUMBER_EMPTY;
+	if (len + 2 >= sizeof(buf))
+		return NUMBER_NOT_NUMBER;
+	if (!isdigit((unsigned char)text[0]) && text[0] != '.' &&
+	    text[0] != '-')
+		snprintf(buf, sizeof(buf), "1%s", text);
+	else
+		snprintf(buf, sizeof(buf), "%s", text);
+	len = strlen(buf);
+	if (buf[len - 1] == 'h' || buf[len - 1] == 'd') {
+		scale = buf[len - 1] == 'h' ? 3600 : 86400;
+		buf[len - 1] = 's';
+	}
+	why = parse_duration(buf, &ns);
+	if (why != NUMBER_OK)
+		return why;
+	if (ns > INT64_MAX / scale)
+		return NUMBER_TOO_LARGE;
+	*out_ns = ns * scale;
+	return NUMBER_OK;
+}
+
+/* "N/PERIOD" with N in [1, max_count]; the text after PERIOD (from the
+ * first ',') is left in *rest, or NULL. */
+static bool parse_count_per(const char *value, int64_t max_count,
+                            int32_t *count, int64_t *period_ns,
+                            const char **rest)
+{
+	char buf[96];
+	char *slash, *comma;
+	uint64_t n;
+
+	if (strlen(value) >= sizeof(buf))
+		return false;
+	strcpy(buf, value);
+	*rest = NULL;
+	comma = strchr(buf, ',');
+	if (comma != NULL) {
+		*comma = '\0';
+		*rest = value + (comma - buf) + 1;
+	}
+	slash = strchr(buf, '/');
+	if (slash == NULL)
+		return false;
+	*slash = '\0';
+	if (parse_whole(buf, (uint64_t)max_count, &n) != NUMBER_OK || n == 0)
+		return false;
+	if (parse_period(slash + 1, period_ns) != NUMBER_OK || *period_ns <= 0)
+		return false;
+	*count = (int32_t)n;
+	return true;
+}
+
+/* A positive duration into *out_ns, or a report. */
+static bool resilience_duration(struct reporter *r, const struct key_spec *key,
+                                const char *value, int64_t *out_ns)
+{
+	int64_t ns;
+	enum number_error why = parse_duration(value, &ns);
+
+	if (why != NUMBER_OK) {
+		report_number(r, key, value, why);
+		return false;
+	}
+	if (ns <= 0) {
+		report(r, "key \"%s\": \"%.*s\" is not greater than 0; %s",
+		       key->name, QUOTE_MAX, value, key->expect);
+		return false;
+	}
+	*out_ns = ns;
+	return true;
+}
+
+/* The paths of exclude=: each begins with '/', none is empty or too long. */
+static bool parse_exclude(const char *value, struct agile_resilience_config *c)
+{
+	const char *p = value;
+	uint32_t n = 0;
+
+	if (*value == '\0')
+		return false;
+	while (*p != '\0') {
+		size_t len = strcspn(p, ",");
+
+		if (len == 0 || p[0] != '/' || len >= AGILE_EXCLUDE_LEN ||
+		    n == AGILE_EXCLUDE_MAX)
+			return false;
+		memcpy(c->exclude[n], p, len);
+		c->exclude[n][len] = '\0';
+		n++;
+		p += len;
+		if (*p == ',')
+			p++;
+	}
+	c->exclude_count = n;
+	return true;
+}
+
+/* concurrency=N | adaptive | adaptive,law=NAME */
+static bool parse_concurrency(const char *value,
+                              struct agile_resilience_config *c)
+{
+	enum agile_law_kind law = AGILE_LAW_AGILE;
+	uint64_t n;
+
+	if (strncmp(value, "adaptive", 8) == 0) {
+		if (value[8] == ',') {
+			if (strncmp(value + 9, "law=", 4) != 0 ||
+			    agile_law_parse(value + 13, &law) != 0)
+				return false;
+		} else if (value[8] != '\0') {
+			return false;
+		}
+		c->conc_mode = AGILE_CONC_ADAPTIVE;
+		c->conc_law = (uint32_t)law;
+		return true;
+	}
+	if (parse_whole(value, AGILE_STATE_PERMITS, &n) != NUMBER_OK || n == 0)
+		return false;
+	c->conc_mode = AGILE_CONC_FIXED;
+	c->conc_limit = (int64_t)n;
+	return true;
+}
+
+/*
+ * One key of struct agile_resilience_config.  Like every other setting, a
+ * value that cannot be read is reported and the key keeps its default; the
+ * rule stays in force.
+ */
+static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
+                             const struct key_spec *key, const char *value)
+{
+	struct agile_resilience_config *c = &rule->resilience;
+	const char *name = key->name;
+	const char *rest;
+	enum number_error why;
+	uint64_t whole;
+	double decimal;
+	bool ok = true;
+
+	if (*value == '\0') {
+		report(r, "key \"%s\" has no value; %s", name, key->expect);
+		return false;
+	}
+	if (strcmp(name, "concurrency") == 0) {
+		ok = parse_concurrency(value, c);
+	} else if (strcmp(name, "acquire_timeout") == 0) {
+		return resilience_duration(r, key, value, &c->acquire_timeout_ns);
+	} else if (strcmp(name, "breaker") == 0) {
+		ok = strcmp(value, "sre") == 0;
+		c->breaker = ok;
+	} else if (strcmp(name, "breaker_k") == 0) {
+		why = parse_decimal(value, &decimal);
+		if (why != NUMBER_OK) {
+			report_number(r, key, value, why);
+			return false;
+		}
+		ok = decimal >= 1.0;
+		if (ok)
+			c->breaker_k = decimal;
+	} else if (strcmp(name, "breaker_protection") == 0) {
+		why = parse_decimal(value, &decimal);
+		if (why != NUMBER_OK) {
+			report_number(r, key, value, why);
+			return false;
+		}
+		c->breaker_protection = decimal;
+	} else if (strcmp(name, "breaker_window") == 0) {
+		return resilience_duration(r, key, value, &c->breaker_window_ns);
+	} else if (strcmp(name, "quota") == 0) {
+		ok = parse_count_per(value, INT32_MAX, &c->quota,
+		                     &c->quota_period_ns, &rest);
+		if (ok && rest != NULL) {
+			ok = strcmp(rest, "align") == 0;
+			c->quota_align = ok;
+		}
+		if (!ok)
+			c->quota = 0;
+	} else if (strcmp(name, "window") == 0) {
+		ok = parse_count_per(value, AGILE_STATE_WINDOW_MAX, &c->window,
+		                     &c->window_span_ns, &rest) && rest == NULL;
+		if (!ok)
+			c->window = 0;
+	} else if (strcmp(name, "over") == 0) {
+		if (strcmp(value, "refuse") == 0)
+			c->over = AGILE_OVER_REFUSE;
+		else if (strcmp(value, "wait") == 0)
+			c->over = AGILE_OVER_WAIT;
+		else
+			ok = false;
+	} else if (strcmp(name, "proto") == 0) {
+		if (strcmp(value, "http") == 0)
+			c->http = 1;
+		else if (strcmp(value, "none") == 0)
+			c->http = 0;
+		else
+			ok = false;
+	} else if (strcmp(name, "exclude") == 0) {
+		ok = parse_exclude(value, c);
+		if (!ok)
+			c->exclude_count = 0;
+	} else if (strcmp(name, "connect_timeout") == 0) {
+		return resilience_duration(r, key, value, &c->connect_timeout_ns);
+	} else if (strcmp(name, "retry") == 0) {
+		why = parse_whole(value, 100, &whole);
+		if (why != NUMBER_OK) {
+			report_number(r, key, value, why);
+			return false;
+		}
+		c->retry = (int32_t)whole;
+	} else if (strcmp(name, "key_rate") == 0) {
+		why = parse_decimal(value, &decimal);
+		if (why != NUMBER_OK) {
+			report_number(r, key, value, why);
+			return false;
+		}
+		ok = decimal > 0;
+		if (ok)
+			c->key_rate = decimal;
+	} else if (strcmp(name, "keys") == 0) {
+		why = parse_whole(value, 10000000, &whole);
+		if (why != NUMBER_OK) {
+			report_number(r, key, value, why);
+			return false;
+		}
+		ok = whole > 0;
+		if (ok)
+			c->keys = (int64_t)whole;
+	} else if (strcmp(name, "shed") == 0) {
+		ok = strncmp(value, "cpu", 3) == 0;
+		if (ok && value[3] == ':') {
+			ok = parse_whole(value + 4, 999, &whole) == NUMBER_OK &&
+			     whole > 0;
+			if (ok)
+				c->shed_cpu_permille = (int32_t)whole;
+		} else if (ok && value[3] != '\0') {
+			ok = false;
+		}
+		c->shed_cpu = ok;
+	} else if (strcmp(name, "shed_response") == 0) {
+		if (strcmp(value, "close") == 0) {
+			c->shed_response = AGILE_SHED_CLOSE;
+		} else {
+			ok = parse_whole(value, 599, &whole) == NUMBER_OK &&
+			     whole >= 400;
+			if (ok) {
+				c->shed_response = AGILE_SHED_HTTP;
+				c->shed_status = (int32_t)whole;
+			}
+		}
+	} else if (strcmp(name, "retry_after") == 0) {
+		return resilience_duration(r, key, value, &c->retry_after_ns);
+	}
+	if (!ok)
+		report(r, "key \"%s\": \"%.*s\" is not valid; %s", name,
+		       QUOTE_MAX, value, key->expect);
+	return ok;
+}
+
+/*
+ * What the resilience keys say together, checked once every key is read:
+ * settings that cannot apply to the rule as written are reported (and,
+ * where keeping them would mislead, dropped).
+ */
+static void check_resilience(struct reporter *r, struct agile_rule *rule)
+{
+	struct agile_resilience_config *c = &rule->resilience;
+	bool cidr = rule->kind == AGILE_DEST_INET &&
+	            rule->prefix.prefix_len < 128;
+
+	if (c->key_rate > 0 && !cidr) {
+		report(r, "key \"key_rate\" applies to a CIDR or * rule; expected "
+		       "a destination such as 10.0.0.0/8:443 or *:443");
+		c->key_rate = 0;
+	}
+	if (c->keys > 0 && c->key_rate <= 0)
+		report(r, "key \"keys\" has no effect without key_rate; expected "
+		       "key_rate=R as well");
+	if (c->exclude_count > 0 && !c->http)
+		report(r, "key \"exclude\" has no effect without proto=http; "
+		       "expected proto=http as well");
+	if (c->shed_response == AGILE_SHED_CLOSE && c->retry_after_ns > 0)
+		report(r, "key \"retry_after\" needs an HTTP shed_response; "
+		       "expected shed_response=503 (or another status) as well");
+	if (rule->inbound && rule->config.max_rate > AGILE_STATE_PERMITS) {
+		report(r, "key \"max\": %" PRId64 " is too large for a listener; "
+		       "expected at most %d connections at once",
+		       rule->config.max_rate, AGILE_STATE_PERMITS);
+		rule->config.max_rate = AGILE_STATE_PERMITS;
+	}
 }
 
 /* Store one setting into the rule.  On any error the field keeps the value
@@ -533,6 +915,8 @@ static bool apply_setting(struct reporter *r, struct agile_rule *rule,
 			return false;
 		}
 		break;
+	case KEY_RESILIENCE:
+		return parse_resilience(r, rule, key, value);
 	}
 	if (why != NUMBER_OK) {
 		report_number(r, key, value, why);
@@ -916,9 +1300,10 @@ static void report_problems(struct reporter *r, const struct agile_config *c)
 		report(r, "%zu more problems in this configuration", count - 8);
 }
 
-int agile_rule_parse(const char *var, const char *name, const char *value,
-                     struct agile_rule *out, agile_rules_error_fn on_error,
-                     void *arg)
+/* One rule of either kind; `inbound` for an AGILE_LISTEN_ variable. */
+static int parse_rule(const char *var, const char *name, const char *value,
+                      bool inbound, struct agile_rule *out,
+                      agile_rules_error_fn on_error, void *arg)
 {
 	struct reporter r = { var, on_error, arg, 0 };
 	bool seen[KEY_COUNT_ALL] = { false };
@@ -929,6 +1314,9 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 	enum dest_error e;
 
 	memset(out, 0, sizeof(*out));
+	out->inbound = inbound;
+	out->resilience.inbound = inbound;
+	out->resilience.breaker_protection = -1.0; /* unset: the preset's */
 	copy_text(out->name, sizeof(out->name), name, strlen(name), true);
 	if (strlen(name) >= sizeof(out->name))
 		report(&r, "the name is longer than %zu characters; agilestat "
@@ -949,7 +1337,15 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 	} else {
 		copy_text(out->dest_text, sizeof(out->dest_text), word,
 		          strlen(word), false);
-		e = parse_dest(word, out);
+		/* A listener's ":8080" is any local address: "*:8080". */
+		if (inbound && word[0] == ':' &&
+		    strlen(word) + 1 < sizeof(word)) {
+			memmove(word + 1, word, strlen(word) + 1);
+			word[0] = '*';
+		}
+		e = inbound && strncmp(word, "unix:", 5) == 0 ? DEST_UNREADABLE
+		                                               : parse_dest(word,
+		                                                            out);
 		dest_ok = e == DEST_OK;
 		if (!dest_ok)
 			report_dest(&r, word, e);
@@ -976,6 +1372,13 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 			continue;
 		}
 		index = (size_t)(key - keys);
+		if ((key->scope == SCOPE_DEST && inbound) ||
+		    (key->scope == SCOPE_LISTEN && !inbound)) {
+			report(&r, "key \"%s\" applies to %s variables only; "
+			       "it is ignored here", key->name,
+			       inbound ? "AGILE_DEST_" : "AGILE_LISTEN_");
+			continue;
+		}
 		if (seen[index]) {
 			report(&r, "key \"%s\" is set twice; expected each key "
 			       "once (the first value is kept)", key->name);
@@ -993,7 +1396,9 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 	}
 	if (!seen[KEY_MAX - keys])
 		report(&r, "key \"max\" is missing; expected max=N, a whole "
-		       "number of requests per second greater than 0");
+		       "number of %s greater than 0", inbound
+		       ? "connections at once" : "requests per second");
+	check_resilience(&r, out);
 
 	if (max_ok) {
 		struct agile_config *c = &out->config;
@@ -1008,22 +1413,40 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 	return r.errors;
 }
 
+int agile_rule_parse(const char *var, const char *name, const char *value,
+                     struct agile_rule *out, agile_rules_error_fn on_error,
+                     void *arg)
+{
+	return parse_rule(var, name, value, false, out, on_error, arg);
+}
+
+int agile_listen_parse(const char *var, const char *name, const char *value,
+                       struct agile_rule *out, agile_rules_error_fn on_error,
+                       void *arg)
+{
+	return parse_rule(var, name, value, true, out, on_error, arg);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The environment                                                           */
 /* ------------------------------------------------------------------------ */
 
 /* NAME of an "AGILE_DEST_NAME=value" entry, its length, and the value. */
 static bool dest_entry(const char *entry, const char **name, size_t *len,
-                       const char **value)
+                       const char **value, bool *inbound)
 {
 	const char *eq;
 
-	if (strncmp(entry, DEST_PREFIX, DEST_PREFIX_LEN) != 0)
+	if (strncmp(entry, DEST_PREFIX, DEST_PREFIX_LEN) == 0)
+		*inbound = false;
+	else if (strncmp(entry, LISTEN_PREFIX, LISTEN_PREFIX_LEN) == 0)
+		*inbound = true;
+	else
 		return false;
 	eq = strchr(entry, '=');
 	if (eq == NULL)
 		return false;
-	*name = entry + DEST_PREFIX_LEN;
+	*name = entry + (*inbound ? LISTEN_PREFIX_LEN : DEST_PREFIX_LEN);
 	*len = (size_t)(eq - *name);
 	*value = eq + 1;
 	return true;
@@ -1034,6 +1457,7 @@ struct entry_key {
 	const char *name;
 	size_t len;
 	size_t index; /* in envp */
+	bool inbound; /* AGILE_LISTEN_ rather than AGILE_DEST_ */
 };
 
 /*
@@ -1069,25 +1493,26 @@ static int compare_entries(const struct entry_key *a,
 int agile_rules_parse(char *const *envp, struct agile_rules *out,
                       agile_rules_error_fn on_error, void *arg)
 {
-	struct entry_key previous = { NULL, 0, 0 };
+	struct entry_key previous = { NULL, 0, 0, false };
 	int errors = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (envp == NULL)
 		return 0;
 	for (;;) {
-		struct entry_key next = { NULL, 0, 0 };
+		struct entry_key next = { NULL, 0, 0, false };
 		struct entry_key candidate;
 		const char *value = NULL;
 		const char *candidate_value;
-		char var[DEST_PREFIX_LEN + AGILE_RULE_DEST_MAX];
+		char var[LISTEN_PREFIX_LEN + AGILE_RULE_DEST_MAX];
 		char name[AGILE_RULE_DEST_MAX];
+		const char *prefix;
 		struct agile_rule *rule;
 		struct reporter r;
 
 		for (size_t i = 0; envp[i] != NULL; i++) {
 			if (!dest_entry(envp[i], &candidate.name, &candidate.len,
-			                &candidate_value))
+			                &candidate_value, &candidate.inbound))
 				continue;
 			candidate.index = i;
 			if (previous.name != NULL &&
@@ -1102,13 +1527,15 @@ int agile_rules_parse(char *const *envp, struct agile_rules *out,
 		if (next.name == NULL)
 			break;
 		previous = next;
-		snprintf(var, sizeof(var), "%s%.*s", DEST_PREFIX,
-		         (int)next.len, next.name);
+		prefix = next.inbound ? LISTEN_PREFIX : DEST_PREFIX;
+		snprintf(var, sizeof(var), "%s%.*s", prefix, (int)next.len,
+		         next.name);
 		r = (struct reporter){ var, on_error, arg, 0 };
 
 		if (next.len == 0) {
-			report(&r, "no NAME after AGILE_DEST_; expected "
-			       "AGILE_DEST_<NAME>=DEST key=value...");
+			report(&r, "no NAME after %s; expected %s<NAME>=%s "
+			       "key=value...", prefix, prefix,
+			       next.inbound ? "[ADDRESS]:PORT" : "DEST");
 			errors += r.errors;
 			continue;
 		}
@@ -1121,13 +1548,16 @@ int agile_rules_parse(char *const *envp, struct agile_rules *out,
 
 		rule = &out->rule[out->count];
 		snprintf(name, sizeof(name), "%.*s", (int)next.len, next.name);
-		errors += agile_rule_parse(var, name, value, rule, on_error, arg);
+		errors += parse_rule(var, name, value, next.inbound, rule,
+		                     on_error, arg);
 		for (int i = 0; i < out->count; i++) {
 			if (strcmp(out->rule[i].name, rule->name) != 0)
 				continue;
 			report(&r, "the name \"%s\" is already used by another "
-			       "AGILE_DEST_ variable (names are compared without "
-			       "case); both rules are kept", rule->name);
+			       "%s variable (names are compared without "
+			       "case); both rules are kept", rule->name,
+			       out->rule[i].inbound ? "AGILE_LISTEN_"
+			                            : "AGILE_DEST_");
 			errors += r.errors;
 			break;
 		}
@@ -1241,7 +1671,7 @@ int agile_rules_match(const struct agile_rules *rules,
 		return -1;
 	if (addr->sa_family == AF_UNIX) {
 		for (int i = 0; i < rules->count; i++)
-			if (rules->rule[i].enabled &&
+			if (rules->rule[i].enabled && !rules->rule[i].inbound &&
 			    rules->rule[i].kind == AGILE_DEST_UNIX &&
 			    unix_matches(&rules->rule[i], addr, len))
 				return i;
@@ -1252,7 +1682,34 @@ int agile_rules_match(const struct agile_rules *rules,
 	for (int i = 0; i < rules->count; i++) {
 		const struct agile_rule *rule = &rules->rule[i];
 		int score;
-		if (!rule->enabled || rule->kind == AGILE_DEST_UNIX)
+		if (!rule->enabled || rule->kind == AGILE_DEST_UNIX ||
+		    rule->inbound)
+			continue;
+		score = specificity(rule, key, port);
+		if (score > best_score) {
+			best_score = score;
+			best = i;
+		}
+	}
+	return best;
+}
+
+int agile_rules_match_listen(const struct agile_rules *rules,
+                             const struct sockaddr *addr, socklen_t len)
+{
+	uint8_t key[16];
+	int port;
+	int best = -1;
+	int best_score = -1;
+
+	if (rules == NULL || !inet_key(addr, len, key, &port))
+		return -1;
+	for (int i = 0; i < rules->count; i++) {
+		const struct agile_rule *rule = &rules->rule[i];
+		int score;
+
+		if (!rule->enabled || !rule->inbound ||
+		    rule->kind != AGILE_DEST_INET)
 			continue;
 		score = specificity(rule, key, port);
 		if (score > best_score) {

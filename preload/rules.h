@@ -18,7 +18,13 @@
  * Two extensions of the grammar above: `*:PORT` (or `*:*`) is any IPv4 or
  * IPv6 address, a prefix of length 0; and `unix:@name` is a Linux abstract
  * Unix socket.  Settings are the keys of struct agile_config under short
- * names (see agilepreload(7)), plus pace=request|connect.
+ * names (see agilepreload(7)), plus pace=request|connect, plus the
+ * resilience keys of struct agile_resilience_config (resilience.h).
+ *
+ * AGILE_LISTEN_<NAME>=[ADDRESS]:PORT [key=value]... is a listener: the same
+ * grammar (":8080" meaning any local address), matched against the local
+ * address of a listening socket when the program accepts a connection.
+ * Both kinds share one array, sorted by NAME together.
  */
 #ifndef AGILE_PRELOAD_RULES_H
 #define AGILE_PRELOAD_RULES_H
@@ -31,6 +37,7 @@
 #include <sys/un.h>
 
 #include "agile.h"
+#include "resilience.h"
 
 #define AGILE_RULES_MAX 32          /* destinations per process */
 #define AGILE_RULE_NAME_MAX 48      /* NAME, lower-cased, as agilestat shows */
@@ -71,6 +78,10 @@ struct agile_rule {
 	bool enabled;                        /* false: destination or max unreadable */
 	int host_addr_next;                  /* slot the next learned address
 	                                        replaces once host_addrs is full */
+	struct agile_resilience_config resilience; /* breaker=, quota=, ... */
+	bool inbound;                        /* an AGILE_LISTEN_ rule: matched
+	                                        against a listening socket's
+	                                        local address, never a connect */
 };
 
 struct agile_rules {
@@ -100,6 +111,12 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
                      struct agile_rule *out, agile_rules_error_fn on_error,
                      void *arg);
 
+/* Parse one AGILE_LISTEN_ rule's value: [ADDRESS]:PORT (":8080" is any
+ * local address) and settings; max= is connections at once. */
+int agile_listen_parse(const char *var, const char *name, const char *value,
+                       struct agile_rule *out, agile_rules_error_fn on_error,
+                       void *arg);
+
 /* Parse a duration with a mandatory unit (ns, us, ms, s, m): 0 or -EINVAL. */
 int agile_parse_duration(const char *text, int64_t *out_ns);
 
@@ -109,6 +126,11 @@ int agile_parse_duration(const char *text, int64_t *out_ns);
  * same address.  Reads only; safe to call concurrently with other matches. */
 int agile_rules_match(const struct agile_rules *rules,
                       const struct sockaddr *addr, socklen_t len);
+
+/* The index of the enabled listener rule (AGILE_LISTEN_) whose address
+ * contains `addr`, a listening socket's local address, or -1. */
+int agile_rules_match_listen(const struct agile_rules *rules,
+                             const struct sockaddr *addr, socklen_t len);
 
 /* Remember that `host` resolved to `addr` (from the program's own
  * getaddrinfo/gethostbyname), so later connects to it match the rule.

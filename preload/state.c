@@ -32,7 +32,10 @@
 
 _Static_assert(sizeof(struct agile_state_header) == 256, "header size");
 _Static_assert(sizeof(struct agile_state_tick) == 64, "tick size");
-_Static_assert(offsetof(struct agile_state_slot, limiter) == 8064,
+_Static_assert(offsetof(struct agile_state_slot, resilience) == 8064,
+               "resilience offset");
+_Static_assert(offsetof(struct agile_state_slot, limiter) ==
+               8064 + sizeof(struct agile_state_resilience),
                "limiter offset");
 _Static_assert(sizeof(struct agile_state_slot) % 64 == 0, "slot alignment");
 
@@ -94,6 +97,7 @@ int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
 	    h->ring_len != AGILE_STATE_RING ||
 	    h->pids_max != AGILE_STATE_PIDS ||
 	    h->limiter_size != sizeof(struct agile_rate_limiter) ||
+	    h->resilience_size != sizeof(struct agile_state_resilience) ||
 	    h->limiter_offset != offsetof(struct agile_state_slot, limiter))
 		REJECT("layout differs from this build's (another build of "
 		       "libagile wrote it)");
@@ -177,6 +181,7 @@ static int write_fresh(const char *tmp)
 	h->file_size = AGILE_STATE_SIZE;
 	h->limiter_size = sizeof(struct agile_rate_limiter);
 	h->limiter_offset = offsetof(struct agile_state_slot, limiter);
+	h->resilience_size = sizeof(struct agile_state_resilience);
 	{
 		struct timespec ts;
 
@@ -314,7 +319,8 @@ int agile_state_open_ro(const char *path, struct agile_state_map *out,
 }
 
 uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
-                                 const char *dest, uint32_t pace)
+                                 const char *dest, uint32_t pace,
+                                 const struct agile_resilience_config *res)
 {
 	/* FNV-1a over the resolved configuration (pointer-free, zero padded
 	 * by agile_resolve's callers), the destination text and the pace. */
@@ -326,6 +332,8 @@ uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
 	for (const char *c = dest; *c != '\0'; c++)
 		h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
 	h = (h ^ pace) * UINT64_C(1099511628211);
+	if (res != NULL)
+		h = agile_resilience_hash(res, h);
 	return h;
 }
 
@@ -338,9 +346,11 @@ static int resolve(const struct agile_config *config,
 
 int agile_state_slot_init(struct agile_state_slot *s, const char *name,
                           const char *dest, uint32_t pace,
-                          const struct agile_config *config, int64_t now_ns,
-                          int64_t now_unix_ns)
+                          const struct agile_config *config,
+                          const struct agile_resilience_config *res,
+                          int64_t now_ns, int64_t now_unix_ns)
 {
+	static const struct agile_resilience_config none;
 	struct agile_resolved resolved;
 	int rc = resolve(config, &resolved);
 
@@ -351,7 +361,12 @@ int agile_state_slot_init(struct agile_state_slot *s, const char *name,
 	rc = agile_rate_init(&s->limiter, config, now_ns);
 	if (rc < 0)
 		return rc;
-	s->config_hash = agile_state_config_hash(&resolved, dest, pace);
+	rc = agile_resilience_state_init(&s->resilience,
+	                                 res != NULL ? res : &none, config,
+	                                 now_ns);
+	if (rc < 0)
+		return rc;
+	s->config_hash = agile_state_config_hash(&resolved, dest, pace, res);
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->dest, sizeof(s->dest), "%s", dest);
 	s->pace = pace;
@@ -383,15 +398,16 @@ static uint64_t name_hash(const char *name)
 /* Claim a slot whose state word is `seen` and initialise it. */
 static int claim_and_init(struct agile_state_slot *s, uint64_t seen,
                           const char *name, const char *dest, uint32_t pace,
-                          const struct agile_config *config, int64_t now_ns,
-                          int64_t now_unix_ns)
+                          const struct agile_config *config,
+                          const struct agile_resilience_config *res,
+                          int64_t now_ns, int64_t now_unix_ns)
 {
 	uint64_t mine = ((uint64_t)(uint32_t)getpid() << 8) | AGILE_SLOT_INIT;
 	int rc;
 
 	if (!agile__cas_u64(&s->state, &seen, mine))
 		return -EAGAIN;
-	rc = agile_state_slot_init(s, name, dest, pace, config, now_ns,
+	rc = agile_state_slot_init(s, name, dest, pace, config, res, now_ns,
 	                           now_unix_ns);
 	/* A slot that cannot be initialised goes back to FREE, never stays
 	 * claimed. */
@@ -416,6 +432,7 @@ static bool other_live_pid(const struct agile_state_slot *s, int32_t self,
 int agile_state_slot_acquire(const struct agile_state_map *m,
                              const char *name, const char *dest,
                              uint32_t pace, const struct agile_config *config,
+                             const struct agile_resilience_config *res,
                              int64_t now_ns, int64_t now_unix_ns,
                              struct agile_state_slot **out, int32_t *other_pid)
 {
@@ -426,7 +443,7 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 
 	if (rc < 0)
 		return rc;
-	hash = agile_state_config_hash(&resolved, dest, pace);
+	hash = agile_state_config_hash(&resolved, dest, pace, res);
 	/* Linear probing from the name's home slot.  Slots are never freed
 	 * (only the whole file is recreated), so the first free slot on the
 	 * probe path proves the name is absent, and every process probing for
@@ -442,7 +459,8 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 
 			if (st == AGILE_SLOT_FREE) {
 				rc = claim_and_init(s, st, name, dest, pace,
-				                    config, now_ns, now_unix_ns);
+				                    config, res, now_ns,
+				                    now_unix_ns);
 				if (rc == -EAGAIN)
 					continue;
 				if (rc < 0)
@@ -459,8 +477,8 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 						return -EBUSY;
 					/* Its initialiser died mid-way. */
 					rc = claim_and_init(s, st, name, dest,
-					                    pace, config, now_ns,
-					                    now_unix_ns);
+					                    pace, config, res,
+					                    now_ns, now_unix_ns);
 					if (rc == -EAGAIN)
 						continue;
 					if (rc < 0)
@@ -485,7 +503,7 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 		if (other_live_pid(s, (int32_t)getpid(), other_pid))
 			return -EEXIST;
 		rc = claim_and_init(s, AGILE_SLOT_READY, name, dest, pace,
-		                    config, now_ns, now_unix_ns);
+		                    config, res, now_ns, now_unix_ns);
 		if (rc == -EAGAIN) {
 			k--; /* it changed under us: look at it again */
 			continue;

@@ -31,11 +31,12 @@
  *       28     4   pids_max (16)
  *       32     8   file_size
  *       40     8   limiter_size: sizeof(struct agile_rate_limiter)
- *       48     8   limiter_offset: where it sits in a slot (8064)
+ *       48     8   limiter_offset: where it sits in a slot
  *       56     8   created_unix_ns
  *       64    40   boot_id: /proc/sys/kernel/random/boot_id, NUL-padded
  *      104     8   ready: AGILE_STATE_READY once fully written
- *      112   144   reserved, zero
+ *      112     8   resilience_size: sizeof(struct agile_state_resilience)
+ *      120   136   reserved, zero
  *
  *   slot i at header_size + i * slot_size:
  *        0     8   state: FREE 0, READY 1, or (pid << 8 | INIT) while a
@@ -55,7 +56,13 @@
  *      256    64   pids[16]: processes attached (0 = empty)
  *      320  7680   ring[120] of struct agile_state_tick (64 bytes each)
  *     8000    64   reserved
- *     8064     -   struct agile_rate_limiter, then padding to 64 bytes
+ *     8064     -   struct agile_state_resilience (resilience.h): the
+ *                  permit table, breaker, quota, sliding window, HTTP pause
+ *                  and their counters; resilience_size bytes
+ *        -     -   struct agile_rate_limiter at limiter_offset (8064 +
+ *                  resilience_size), then padding to 64 bytes
+ *
+ * Version 2 added the resilience region (version 1 had the limiter at 8064).
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -65,9 +72,10 @@
 #include <stdint.h>
 
 #include "agile.h"
+#include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 1
+#define AGILE_STATE_VERSION 2
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16
@@ -97,7 +105,8 @@ struct agile_state_header {
 	int64_t created_unix_ns;
 	char boot_id[AGILE_STATE_BOOT_ID_MAX];
 	uint64_t ready;
-	uint8_t reserved[144];
+	uint64_t resilience_size;
+	uint8_t reserved[136];
 };
 
 /* One control step, appended by the process that won it. */
@@ -129,6 +138,7 @@ struct agile_state_slot {
 	int32_t pids[AGILE_STATE_PIDS];
 	struct agile_state_tick ring[AGILE_STATE_RING];
 	uint8_t reserved1[64];
+	struct agile_state_resilience resilience;
 	struct agile_rate_limiter limiter __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
@@ -180,9 +190,12 @@ int agile_state_open_ro(const char *path, struct agile_state_map *out,
 
 void agile_state_close(struct agile_state_map *m);
 
-/* The hash that identifies one destination's configuration. */
+/* The hash that identifies one destination's configuration: the resolved
+ * controller configuration, the destination text, the pace and the
+ * resilience settings (`res` NULL: none). */
 uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
-                                 const char *dest, uint32_t pace);
+                                 const char *dest, uint32_t pace,
+                                 const struct agile_resilience_config *res);
 
 /* Result of agile_state_slot_acquire. */
 enum agile_slot_result {
@@ -203,14 +216,16 @@ enum agile_slot_result {
 int agile_state_slot_acquire(const struct agile_state_map *m,
                              const char *name, const char *dest,
                              uint32_t pace, const struct agile_config *config,
+                             const struct agile_resilience_config *res,
                              int64_t now_ns, int64_t now_unix_ns,
                              struct agile_state_slot **out, int32_t *other_pid);
 
 /* Initialise a slot outside any file (the per-process fallback). */
 int agile_state_slot_init(struct agile_state_slot *s, const char *name,
                           const char *dest, uint32_t pace,
-                          const struct agile_config *config, int64_t now_ns,
-                          int64_t now_unix_ns);
+                          const struct agile_config *config,
+                          const struct agile_resilience_config *res,
+                          int64_t now_ns, int64_t now_unix_ns);
 
 /* Record `pid` among the slot's attached processes (replacing a dead one). */
 void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid);

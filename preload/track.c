@@ -21,6 +21,7 @@
 #include "destinations.h"
 #include "log.h"
 #include "process.h"
+#include "resilience_hook.h"
 #include "symbols.h"
 #include "track.h"
 
@@ -92,6 +93,9 @@ static bool still_tracked(struct agile_fd *t)
 
 	if (socket_inode(fd) == t->inode)
 		return true;
+	agile__enter();
+	agile__resilience_close(t); /* its permit, its breaker call */
+	agile__leave();
 	agile__fd_untrack(fd);
 	return false;
 }
@@ -211,6 +215,10 @@ static void connect_failed(struct agile_fd *t, struct agile_state_slot *s,
 		mark_unreachable(t, s);
 	else
 		store8(&t->phase, AGILE_FD_FAILED);
+	/* Resilience: a failure for the breaker and the adaptive cap, and
+	 * the permit goes back (resilience_hook.c). */
+	agile__resilience_outcome(t, s, AGILE_OUTCOME_UNREACHABLE, 0,
+	                          agile__now_ns());
 	now = settle_grant(t, agile__now_ns());
 	agile__destinations_tick(s, now);
 }
@@ -246,6 +254,7 @@ static int connect_again(int fd, struct agile_fd *t, const struct sockaddr *addr
 
 int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+	struct agile_admission admission;
 	struct agile_state_slot *s;
 	struct agile_fd *t;
 	int saved = errno;
@@ -269,8 +278,10 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		errno = saved;
 		return connect_again(fd, t, addr, len);
 	}
-	if (t != NULL)
-		agile__fd_untrack(fd); /* reconnected elsewhere */
+	if (t != NULL) {
+		agile__resilience_close(t); /* its permit, its breaker call */
+		agile__fd_untrack(fd);      /* reconnected elsewhere */
+	}
 	if (dest < 0 || !is_stream_socket(fd) ||
 	    (t = agile__fd_entry(fd)) == NULL) {
 		agile__leave();
@@ -278,12 +289,23 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		return agile__libc.connect(fd, addr, len);
 	}
 	s = agile__destinations_slot(dest);
+	/* Resilience: the breaker, quota, window, per-address keys and the
+	 * concurrency cap may refuse this connect or hold it (before its
+	 * grant is taken, so a refused connect costs the budget nothing). */
+	rc = agile__resilience_admit(fd, dest, s, addr, len, &admission);
+	if (rc < 0) {
+		agile__leave();
+		errno = -rc;
+		return -1;
+	}
 	now = agile__now_ns();
 	store8(&t->tracked, 0);
 	t->dest = dest;
 	t->phase = AGILE_FD_CONNECTING;
 	t->request = AGILE_REQ_GRANTED;
-	t->flags = 0;
+	t->flags = admission.breaker_open ? AGILE_FD_BREAKER_OPEN : 0;
+	t->permit = admission.permit;
+	t->permit_tid = admission.permit_tid;
 	t->request_start_ns = 0;
 	t->response_ns = 0;
 	t->inode = socket_inode(fd);
@@ -299,7 +321,8 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	agile__leave();
 
 	errno = saved;
-	rc = agile__libc.connect(fd, addr, len);
+	/* connect_timeout= and retry= wrap the call (connect_hook.c). */
+	rc = agile__resilience_connect(fd, addr, len, dest);
 	error = errno;
 
 	agile__enter();
@@ -355,7 +378,8 @@ int64_t agile__track_before_send(struct agile_fd *t)
 }
 
 void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
-                             int64_t start_ns)
+                             int64_t start_ns, const void *data,
+                             size_t data_len)
 {
 	uint8_t request;
 
@@ -374,6 +398,14 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 	store8(&t->phase, AGILE_FD_CONNECTED);
 	request = load8(&t->request);
 	if (request != AGILE_REQ_IN_FLIGHT) {
+		const struct agile_resilience_config *c =
+			&agile__destinations_rule(t->dest)->resilience;
+
+		/* proto=http: is the request to an excluded path? */
+		if (c->http)
+			agile__http_request(t, c, data,
+			                    data_len < (size_t)result
+			                    ? data_len : (size_t)result);
 		__atomic_store_n(&t->response_ns, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&t->request_start_ns, start_ns,
 		                 __ATOMIC_RELEASE);
@@ -397,8 +429,40 @@ static int64_t claim_request(struct agile_fd *t)
 	return start;
 }
 
+/* The first response bytes of a request: one round-trip sample, unless
+ * proto=http says otherwise (http.c). */
+static void answered(struct agile_fd *t, struct agile_state_slot *s,
+                     int64_t rtt, int64_t now, const void *data, size_t len)
+{
+	enum agile_http_verdict verdict = AGILE_HTTP_SAMPLE;
+
+	if (agile__destinations_rule(t->dest)->resilience.http)
+		verdict = agile__http_response(t, s, data, len, now);
+	switch (verdict) {
+	case AGILE_HTTP_SAMPLE:
+		agile_rate_observe(&s->limiter, rtt);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, rtt,
+		                          now);
+		break;
+	case AGILE_HTTP_SKIP:
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, 0, now);
+		break;
+	case AGILE_HTTP_REFUSED:
+		agile_rate_unavailable(&s->limiter);
+		agile__add_u64(&s->unreachable, 1);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, rtt,
+		                          now);
+		break;
+	case AGILE_HTTP_FAILED:
+		agile_rate_observe(&s->limiter, rtt);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, rtt,
+		                          now);
+		break;
+	}
+}
+
 void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
-                             size_t asked)
+                             size_t asked, const void *data, size_t data_len)
 {
 	struct agile_state_slot *s;
 	int64_t start, now, seen;
@@ -427,11 +491,15 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 			now = seen;
 		if (result > 0) {
 			store8(&t->phase, AGILE_FD_CONNECTED);
-			agile_rate_observe(&s->limiter, now - start);
+			answered(t, s, now - start, now, data,
+			         data_len < (size_t)result ? data_len
+			                                   : (size_t)result);
 		} else {
 			/* End of file or reset before any response byte. */
 			agile_rate_observe_truncated(&s->limiter, now - start);
 			agile__add_u64(&s->truncated, 1);
+			agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED,
+			                          now - start, now);
 		}
 		agile__destinations_tick(s, now);
 	} else if (result > 0) {
@@ -478,6 +546,8 @@ static void truncate_request(struct agile_fd *t)
 	now = agile__now_ns();
 	agile_rate_observe_truncated(&s->limiter, now - start);
 	agile__add_u64(&s->truncated, 1);
+	agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, now - start,
+	                          now);
 	agile__destinations_tick(s, now);
 }
 
@@ -504,6 +574,7 @@ void agile__track_close(int fd, struct agile_fd *t)
 	 * downstream saw it), and sleeping in close() would only stall the
 	 * program, e.g. when it drops the loser of a happy-eyeballs race. */
 	truncate_request(t);
+	agile__resilience_close(t); /* its permit, its breaker call */
 	agile__fd_untrack(fd);
 	agile__leave();
 	errno = saved;
@@ -527,7 +598,12 @@ void agile__track_dup(int oldfd, int newfd)
 		store8(&to->tracked, 0);
 		to->dest = from->dest;
 		to->phase = load8(&from->phase);
-		to->flags = load8(&from->flags);
+		/* The breaker call moves with the request; the permit is
+		 * shared (resilience_hook.c counts its references). */
+		to->flags = __atomic_fetch_and(&from->flags,
+		                               (uint8_t)~AGILE_FD_BREAKER_OPEN,
+		                               __ATOMIC_ACQ_REL);
+		agile__resilience_dup(from, to);
 		to->request = load8(&from->request);
 		to->grant_ns = __atomic_exchange_n(&from->grant_ns, 0,
 		                                   __ATOMIC_ACQ_REL);

@@ -53,13 +53,18 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len);
  * reused): the entry is forgotten and the hook passes the call through. */
 int64_t agile__track_before_send(struct agile_fd *t);
 /* After it: `result` is its return value (> 0 means data went out) and
- * `error` its errno when it failed. */
+ * `error` its errno when it failed.  `data` is the call's first buffer
+ * (data_len bytes of it; NULL when there is none to read, as for
+ * sendmmsg), which proto=http reads the request line from. */
 void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
-                             int64_t start_ns);
+                             int64_t start_ns, const void *data,
+                             size_t data_len);
 /* After a recv/read: `result` > 0 is data, 0 is end of file (only when
- * `asked` > 0), < 0 failed with `error`. */
+ * `asked` > 0), < 0 failed with `error`.  `data` and data_len as for a
+ * send: where proto=http reads the status line. */
 void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
-                             size_t asked);
+                             size_t asked, const void *data,
+                             size_t data_len);
 /* fdopen() wrapped the socket in a stdio stream, whose reads and writes run
  * inside libc where no hook sees them: its grant is waited for now, so the
  * connection is paced even though its requests cannot be. */

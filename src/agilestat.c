@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "agile.h"
+#include "agilestat_resilience.h"
 #include "state.h"
 
 /* Ticks without a sample after which a destination is reported blind: its
@@ -151,6 +152,8 @@ static void print_table(const struct view *v, int n)
 		       (unsigned long long)v->connects,
 		       (unsigned long long)v->unreachable,
 		       (unsigned long long)v->truncated);
+		/* The resilience features it configured, if any. */
+		agilestat_resilience_table(v->slot);
 		if (v->blind)
 			printf("  BLIND: no samples for %llu ticks; the rate is "
 			       "frozen, not steady\n",
@@ -219,7 +222,9 @@ static void print_json(const struct view *v, int n)
 		printf(",\"live_processes\":%d,\"pids\":[", v->live);
 		for (int k = 0; k < v->live && k < AGILE_STATE_PIDS; k++)
 			printf("%s%d", k ? "," : "", (int)v->pids[k]);
-		printf("]}");
+		printf("]");
+		agilestat_resilience_json(v->slot);
+		printf("}");
 	}
 	printf("]}\n");
 }
@@ -245,8 +250,15 @@ static void prom_labels(const struct view *v)
 	putchar('}');
 }
 
+static void prom_labels_of(int i, void *arg)
+{
+	prom_labels(&((const struct view *)arg)[i]);
+}
+
 static void print_prometheus(const struct view *v, int n)
 {
+	const struct agile_state_slot *slots[AGILE_STATE_SLOTS];
+
 	static const struct {
 		const char *name, *type, *help;
 	} metric[] = {
@@ -294,6 +306,9 @@ static void print_prometheus(const struct view *v, int n)
 			printf(" %.9g\n", value);
 		}
 	}
+	for (int i = 0; i < n; i++)
+		slots[i] = v[i].slot;
+	agilestat_resilience_prometheus(slots, n, prom_labels_of, (void *)v);
 }
 
 /* The ring's entries oldest first: calls fn for each, at most `last`. */

@@ -841,7 +841,9 @@ START_TEST(malformed_settings)
 	                       "down, gain, inflation, deadband, backoff_ticks, "
 	                       "recover_ticks, slow_start, recover_ramp, "
 	                       "slow_half_life, slow_down_half_life, "
-	                       "max_baseline_rise, pace");
+	                       "max_baseline_rise, pace, or a resilience key "
+	                       "such as concurrency, breaker, quota, window or "
+	                       "proto (see agilepreload(7))");
 	ck_assert_only_message("127.0.0.1:80 max=5 floor=",
 	                       "AGILE_DEST_API: key \"floor\" has no value; "
 	                       "expected a whole number of requests per second, "
@@ -1340,6 +1342,143 @@ END_TEST
 
 /* ------------------------------------------------------------------------ */
 
+
+/* ------------------------------------------------------------------------ */
+/* Resilience settings (resilience.h)                                        */
+/* ------------------------------------------------------------------------ */
+
+START_TEST(resilience_values)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	parse_ok("127.0.0.1:80 max=5 concurrency=4 acquire_timeout=2s "
+	         "breaker=sre breaker_k=2 breaker_protection=3 "
+	         "breaker_window=5s quota=1000/1d,align window=20/1m over=wait "
+	         "proto=http exclude=/health,/metrics connect_timeout=250ms "
+	         "retry=3");
+	ck_assert_uint_eq(c->conc_mode, AGILE_CONC_FIXED);
+	ck_assert_int_eq(c->conc_limit, 4);
+	ck_assert_int_eq(c->acquire_timeout_ns, 2 * AGILE_NS_PER_S);
+	ck_assert_uint_eq(c->breaker, 1);
+	ck_assert(c->breaker_k == 2.0 && c->breaker_protection == 3.0);
+	ck_assert_int_eq(c->breaker_window_ns, 5 * AGILE_NS_PER_S);
+	ck_assert_int_eq(c->quota, 1000);
+	ck_assert_int_eq(c->quota_period_ns, 86400 * AGILE_NS_PER_S);
+	ck_assert_uint_eq(c->quota_align, 1);
+	ck_assert_int_eq(c->window, 20);
+	ck_assert_int_eq(c->window_span_ns, 60 * AGILE_NS_PER_S);
+	ck_assert_uint_eq(c->over, AGILE_OVER_WAIT);
+	ck_assert_uint_eq(c->http, 1);
+	ck_assert_uint_eq(c->exclude_count, 2);
+	ck_assert_str_eq(c->exclude[1], "/metrics");
+	ck_assert_int_eq(c->connect_timeout_ns, 250 * AGILE_NS_PER_MS);
+	ck_assert_int_eq(c->retry, 3);
+
+	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive,law=vegas "
+	         "quota=20/s window=5/h");
+	ck_assert_uint_eq(c->conc_mode, AGILE_CONC_ADAPTIVE);
+	ck_assert_uint_eq(c->conc_law, AGILE_LAW_VEGAS);
+	ck_assert_int_eq(c->quota_period_ns, AGILE_NS_PER_S);
+	ck_assert_uint_eq(c->quota_align, 0);
+	ck_assert_int_eq(c->window_span_ns, 3600 * AGILE_NS_PER_S);
+	ck_assert(c->breaker_protection < 0); /* unset: the preset's */
+
+	parse_ok("10.0.0.0/8:443 max=5 key_rate=2.5 keys=100");
+	ck_assert(c->key_rate == 2.5);
+	ck_assert_int_eq(c->keys, 100);
+}
+END_TEST
+
+START_TEST(resilience_errors)
+{
+	ck_assert_only_message("127.0.0.1:80 max=5 concurrency=0",
+	                       "AGILE_DEST_API: key \"concurrency\": \"0\" is not "
+	                       "valid; expected a whole number of connections "
+	                       "from 1 to 1024, or adaptive[,law=agile|aimd|"
+	                       "vegas|gradient]");
+	ck_assert_uint_eq(rule.resilience.conc_mode, AGILE_CONC_OFF);
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 concurrency=adaptive,law=x"),
+	                 1);
+	ck_assert_only_message("127.0.0.1:80 max=5 quota=1000",
+	                       "AGILE_DEST_API: key \"quota\": \"1000\" is not "
+	                       "valid; expected N/PERIOD[,align] such as 1000/1d "
+	                       "or 20/s,align");
+	ck_assert_int_eq(rule.resilience.quota, 0);
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 quota=10/1d,aligned"), 1);
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 window=5000/1m"), 1);
+	ck_assert_said("with N from 1 to 2048");
+	ck_assert_only_message("127.0.0.1:80 max=5 breaker=on",
+	                       "AGILE_DEST_API: key \"breaker\": \"on\" is not "
+	                       "valid; expected sre");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 breaker_k=0.5"), 1);
+	ck_assert_only_message("127.0.0.1:80 max=5 connect_timeout=5",
+	                       "AGILE_DEST_API: key \"connect_timeout\": \"5\" has "
+	                       "no unit; expected a duration such as 250us, 200ms "
+	                       "or 1.5s");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 retry=500"), 1);
+	ck_assert_said("key \"retry\": \"500\" is too large");
+	ck_assert_only_message("127.0.0.1:80 max=5 exclude=health",
+	                       "AGILE_DEST_API: key \"exclude\": \"health\" is not "
+	                       "valid; expected a comma-separated list of at most "
+	                       "8 paths such as /health,/metrics");
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=http exclude=/h "
+	                       "over=later",
+	                       "AGILE_DEST_API: key \"over\": \"later\" is not "
+	                       "valid; expected refuse or wait");
+	ck_assert_only_message("127.0.0.1:80 max=5 key_rate=1",
+	                       "AGILE_DEST_API: key \"key_rate\" applies to a CIDR "
+	                       "or * rule; expected a destination such as "
+	                       "10.0.0.0/8:443 or *:443");
+	ck_assert_only_message("127.0.0.1:80 max=5 exclude=/h",
+	                       "AGILE_DEST_API: key \"exclude\" has no effect "
+	                       "without proto=http; expected proto=http as well");
+	ck_assert_only_message("127.0.0.1:80 max=5 shed=cpu",
+	                       "AGILE_DEST_API: key \"shed\" applies to "
+	                       "AGILE_LISTEN_ variables only; it is ignored here");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 concurency=4"), 1);
+	ck_assert_said("did you mean \"concurrency\"?");
+}
+END_TEST
+
+START_TEST(listen_rules)
+{
+	char *envp[] = {
+		"AGILE_LISTEN_WEB=:8080 max=500 slo=200ms shed=cpu "
+		"shed_response=503 retry_after=2s proto=http exclude=/health",
+		"AGILE_DEST_API=127.0.0.1:8080 max=5",
+		"AGILE_LISTEN_BAD=:8081 max=50 concurrency=4",
+		NULL,
+	};
+	const struct agile_rule *web;
+
+	ck_assert_int_eq(parse_env(envp), 1);
+	ck_assert_said("AGILE_LISTEN_BAD: key \"concurrency\" applies to "
+	               "AGILE_DEST_ variables only; it is ignored here");
+	web = &rules.rule[rule_named("web")];
+	ck_assert(web->inbound && web->enabled);
+	ck_assert_int_eq(web->port, 8080);
+	ck_assert_int_eq(web->prefix.prefix_len, 0);
+	ck_assert_uint_eq(web->resilience.shed_cpu, 1);
+	ck_assert_uint_eq(web->resilience.shed_response, AGILE_SHED_HTTP);
+	ck_assert_int_eq(web->resilience.shed_status, 503);
+	ck_assert_int_eq(web->resilience.retry_after_ns, 2 * AGILE_NS_PER_S);
+	/* A connect to port 8080 matches the destination, never the
+	 * listener; a listening socket's address matches the listener. */
+	ck_assert_int_eq(match4("127.0.0.1", 8080), rule_named("api"));
+	ck_assert_int_eq(match4("10.1.2.3", 8080), -1);
+	inet4("127.0.0.1", 8080);
+	ck_assert_int_eq(agile_rules_match_listen(&rules,
+	                                          (struct sockaddr *)&ss,
+	                                          sizeof(struct sockaddr_in)),
+	                 rule_named("web"));
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":80 max=5000", &rule, collect,
+	                                    &msgs), 1);
+	ck_assert_said("expected at most 1024 connections at once");
+}
+END_TEST
+
 static Suite *rules_suite(void)
 {
 	Suite *s = suite_create("rules");
@@ -1349,6 +1488,7 @@ static Suite *rules_suite(void)
 	TCase *env = tcase_create("environment");
 	TCase *match = tcase_create("matching");
 	TCase *hosts = tcase_create("hostnames");
+	TCase *resilience = tcase_create("resilience");
 
 	tcase_add_test(dest, dest_ipv4);
 	tcase_add_test(dest, dest_ipv6);
@@ -1423,6 +1563,11 @@ static Suite *rules_suite(void)
 	tcase_add_test(hosts, resolve_hosts_learns_and_flags_failures);
 	tcase_add_test(hosts, resolve_hosts_with_getaddrinfo);
 	suite_add_tcase(s, hosts);
+
+	tcase_add_test(resilience, resilience_values);
+	tcase_add_test(resilience, resilience_errors);
+	tcase_add_test(resilience, listen_rules);
+	suite_add_tcase(s, resilience);
 	return s;
 }
 

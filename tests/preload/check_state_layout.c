@@ -6,8 +6,10 @@
  * size of the format documented in preload/state.h is asserted here with
  * literal numbers.  A change to the layout must change this test and bump
  * AGILE_STATE_VERSION together; the header fields that depend on the core's
- * struct agile_rate_limiter (its size) are checked at run time by
- * agile_state_check instead.
+ * structs (struct agile_rate_limiter's size, and the resilience region's,
+ * which ends with libagile's breaker, shedder, law and concurrency limiter)
+ * are checked at run time by agile_state_check instead, and here only where
+ * they sit relative to each other.
  */
 #include "config.h"
 
@@ -37,7 +39,7 @@ static int failures;
 
 int main(void)
 {
-	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 1);
+	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 2);
 	EXPECT("magic length", strlen(AGILE_STATE_MAGIC), 8);
 
 	EXPECT("sizeof header", sizeof(struct agile_state_header), 256);
@@ -54,7 +56,8 @@ int main(void)
 	OFF(agile_state_header, created_unix_ns, 56); SIZE(agile_state_header, created_unix_ns, 8);
 	OFF(agile_state_header, boot_id, 64);       SIZE(agile_state_header, boot_id, 40);
 	OFF(agile_state_header, ready, 104);        SIZE(agile_state_header, ready, 8);
-	OFF(agile_state_header, reserved, 112);     SIZE(agile_state_header, reserved, 144);
+	OFF(agile_state_header, resilience_size, 112); SIZE(agile_state_header, resilience_size, 8);
+	OFF(agile_state_header, reserved, 120);     SIZE(agile_state_header, reserved, 136);
 
 	EXPECT("sizeof tick", sizeof(struct agile_state_tick), 64);
 	OFF(agile_state_tick, unix_ns, 0);
@@ -82,11 +85,72 @@ int main(void)
 	OFF(agile_state_slot, pids, 256);           SIZE(agile_state_slot, pids, 64);
 	OFF(agile_state_slot, ring, 320);           SIZE(agile_state_slot, ring, 7680);
 	OFF(agile_state_slot, reserved1, 8000);     SIZE(agile_state_slot, reserved1, 64);
-	OFF(agile_state_slot, limiter, 8064);
+	OFF(agile_state_slot, resilience, 8064);
+	EXPECT("limiter after the resilience region",
+	       offsetof(struct agile_state_slot, limiter),
+	       8064 + sizeof(struct agile_state_resilience));
+
+	/* The resilience region (resilience.h), relative to its start. */
+	OFF(agile_state_resilience, conc_limit, 0);
+	OFF(agile_state_resilience, conc_admitted, 8);
+	OFF(agile_state_resilience, conc_waited, 16);
+	OFF(agile_state_resilience, conc_timeouts, 24);
+	OFF(agile_state_resilience, conc_reclaimed, 32);
+	OFF(agile_state_resilience, permit_gen, 40);
+	OFF(agile_state_resilience, conc_mode, 48);
+	OFF(agile_state_resilience, conc_law, 52);
+	OFF(agile_state_resilience, permit_high, 56);
+	OFF(agile_state_resilience, features, 60);
+	OFF(agile_state_resilience, breaker_lock, 64);
+	SIZE(agile_state_resilience, breaker_lock, 8);
+	OFF(agile_state_resilience, breaker_allowed, 72);
+	OFF(agile_state_resilience, breaker_refused, 80);
+	OFF(agile_state_resilience, breaker_failures, 88);
+	OFF(agile_state_resilience, breaker_passes, 96);
+	OFF(agile_state_resilience, quota_lock, 128);
+	OFF(agile_state_resilience, quota_refused, 136);
+	OFF(agile_state_resilience, quota_waited, 144);
+	OFF(agile_state_resilience, quota, 152);
+	SIZE(agile_state_resilience, quota, 32);
+	OFF(agile_state_resilience, window_lock, 192);
+	OFF(agile_state_resilience, window_refused, 200);
+	OFF(agile_state_resilience, window_waited, 208);
+	OFF(agile_state_resilience, paused_until_ns, 256);
+	OFF(agile_state_resilience, http_pauses, 264);
+	OFF(agile_state_resilience, http_cache_hits, 272);
+	OFF(agile_state_resilience, http_excluded, 280);
+	OFF(agile_state_resilience, http_5xx, 288);
+	OFF(agile_state_resilience, connect_retries, 320);
+	OFF(agile_state_resilience, connect_timeouts, 328);
+	OFF(agile_state_resilience, key_refused, 336);
+	OFF(agile_state_resilience, key_idle_evictions, 344);
+	OFF(agile_state_resilience, key_capacity_evictions, 352);
+	OFF(agile_state_resilience, keys_held, 360);
+	OFF(agile_state_resilience, accepted, 384);
+	OFF(agile_state_resilience, shed, 392);
+	OFF(agile_state_resilience, shed_cpu, 400);
+	OFF(agile_state_resilience, shed_lock, 408);
+	OFF(agile_state_resilience, permit_owner, 448);
+	SIZE(agile_state_resilience, permit_owner, 4096);
+	OFF(agile_state_resilience, permit_refs, 4544);
+	SIZE(agile_state_resilience, permit_refs, 2048);
+	OFF(agile_state_resilience, window, 6592);
+	SIZE(agile_state_resilience, window, 16408);
+	OFF(agile_state_resilience, law, 23000);
+	EXPECT("breaker after the law",
+	       offsetof(struct agile_state_resilience, breaker),
+	       23000 + sizeof(struct agile_law));
+	EXPECT("core limiter 64-byte aligned",
+	       offsetof(struct agile_state_resilience, core) % 64, 0);
+	EXPECT("region size multiple of 64",
+	       sizeof(struct agile_state_resilience) % 64, 0);
+	EXPECT("permits", AGILE_STATE_PERMITS, 1024);
+	EXPECT("window stamps", AGILE_STATE_WINDOW_MAX, 2048);
 	EXPECT("slot size multiple of 64", sizeof(struct agile_state_slot) % 64, 0);
 	EXPECT("slot size covers the limiter",
 	       sizeof(struct agile_state_slot) >=
-	       8064 + sizeof(struct agile_rate_limiter), 1);
+	       offsetof(struct agile_state_slot, limiter) +
+	       sizeof(struct agile_rate_limiter), 1);
 	EXPECT("file size", AGILE_STATE_SIZE,
 	       256 + 64 * sizeof(struct agile_state_slot));
 

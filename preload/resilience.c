@@ -1,0 +1,181 @@
+/*
+ * resilience.c - the parts of resilience.h that both the preload and
+ * agilestat need: initialising a slot's region from a rule's settings, the
+ * configuration hash, and reading the permit table.  Pure: no clock, no
+ * I/O, no globals.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "resilience.h"
+
+bool agile_resilience_any(const struct agile_resilience_config *c)
+{
+	return c->conc_mode != AGILE_CONC_OFF || c->breaker || c->quota > 0 ||
+	       c->window > 0 || c->http || c->connect_timeout_ns > 0 ||
+	       c->retry > 0 || c->key_rate > 0 || c->inbound;
+}
+
+uint64_t agile_resilience_hash(const struct agile_resilience_config *c,
+                               uint64_t h)
+{
+	const unsigned char *p = (const unsigned char *)c;
+
+	/* The struct is memset before parsing and has explicit padding, so
+	 * its bytes are a function of the settings alone. */
+	for (size_t i = 0; i < sizeof(*c); i++)
+		h = (h ^ p[i]) * UINT64_C(1099511628211);
+	return h;
+}
+
+/* The options of an adaptive cap: adaptx's defaults, bounded by the permit
+ * table, with the rule's SLO as Vegas's target and its tick as the sample
+ * window when they are set. */
+static void law_options(const struct agile_resilience_config *c,
+                        const struct agile_config *config,
+                        struct agile_law_options *o)
+{
+	agile_law_options_init(o);
+	agile_law_set_kind(o, (int)c->conc_law);
+	if (o->max_limit > AGILE_STATE_PERMITS)
+		agile_law_set_max_limit(o, AGILE_STATE_PERMITS);
+	if (config->slo_ns > 0)
+		agile_law_set_target_latency_ns(o, config->slo_ns);
+	if (config->tick_ns > 0)
+		agile_law_set_sample_window_ns(o, config->tick_ns);
+	agile_law_options_resolve(o);
+}
+
+/* The core concurrency limiter's configuration.  A listener's rule is a
+ * concurrency configuration already (max= is connections at once); an
+ * outbound adaptive cap keeps the rule's latency settings but takes adaptx's
+ * bounds, since the rule's rates are requests per second. */
+static void core_config(const struct agile_resilience_config *c,
+                        const struct agile_config *config,
+                        struct agile_config *out)
+{
+	*out = *config;
+	if (c->inbound) {
+		if (out->max_rate > AGILE_STATE_PERMITS)
+			out->max_rate = AGILE_STATE_PERMITS;
+		return;
+	}
+	out->max_rate = AGILE_LAW_DEFAULT_MAX_LIMIT;
+	out->initial_rate = AGILE_LAW_DEFAULT_INITIAL_LIMIT;
+	out->min_rate = AGILE_LAW_DEFAULT_MIN_LIMIT;
+	out->floor_rate = AGILE_LAW_DEFAULT_MIN_LIMIT;
+	out->probe_rate = AGILE_LAW_DEFAULT_MIN_LIMIT;
+}
+
+static uint32_t features_of(const struct agile_resilience_config *c)
+{
+	uint32_t f = 0;
+
+	if (c->conc_mode != AGILE_CONC_OFF || c->inbound)
+		f |= AGILE_FEATURE_CONCURRENCY;
+	if (c->breaker)
+		f |= AGILE_FEATURE_BREAKER;
+	if (c->quota > 0)
+		f |= AGILE_FEATURE_QUOTA;
+	if (c->window > 0)
+		f |= AGILE_FEATURE_WINDOW;
+	if (c->http)
+		f |= AGILE_FEATURE_HTTP;
+	if (c->connect_timeout_ns > 0 || c->retry > 0)
+		f |= AGILE_FEATURE_CONNECT;
+	if (c->key_rate > 0)
+		f |= AGILE_FEATURE_KEYS;
+	if (c->inbound)
+		f |= AGILE_FEATURE_INBOUND;
+	if (c->shed_cpu)
+		f |= AGILE_FEATURE_SHED_CPU;
+	return f;
+}
+
+int agile_resilience_state_init(struct agile_state_resilience *z,
+                                const struct agile_resilience_config *c,
+                                const struct agile_config *config,
+                                int64_t now_ns)
+{
+	struct agile_law_options options;
+	struct agile_config core;
+	struct agile_sre sre = AGILE_SRE_PRESET;
+	int rc;
+
+	memset(z, 0, sizeof(*z));
+	z->features = features_of(c);
+	z->conc_mode = c->inbound ? AGILE_CONC_ADAPTIVE : c->conc_mode;
+	z->conc_law = c->inbound ? AGILE_LAW_AGILE : c->conc_law;
+
+	law_options(c, config, &options);
+	rc = agile_law_init(&z->law, &options, now_ns);
+	if (rc < 0)
+		return rc;
+	core_config(c, config, &core);
+	if (agile_conc_init(&z->core, &core, now_ns) < 0) {
+		/* Only a listener's own settings can be rejected here, and the
+		 * parser has reported them; a cap at max keeps its promise. */
+		struct agile_config fallback = { .max_rate = core.max_rate };
+
+		rc = agile_conc_init(&z->core, &fallback, now_ns);
+		if (rc < 0)
+			return rc;
+	}
+	if (c->conc_mode == AGILE_CONC_FIXED)
+		z->conc_limit = c->conc_limit;
+	else if (z->conc_mode == AGILE_CONC_ADAPTIVE)
+		z->conc_limit = z->conc_law == AGILE_LAW_AGILE
+		                ? (int64_t)agile_conc_limit(&z->core)
+		                : agile_law_limit(&z->law);
+
+	if (c->breaker_k > 0)
+		sre.k = c->breaker_k;
+	if (sre.floor > sre.k)
+		sre.floor = sre.k;
+	if (c->breaker_protection >= 0)
+		sre.protection = c->breaker_protection;
+	if (c->breaker_window_ns > 0)
+		sre.window_ns = c->breaker_window_ns;
+	rc = agile_breaker_init(&z->breaker, &sre, now_ns);
+	if (rc < 0)
+		return rc;
+	rc = agile_shedder_init(&z->shedder, NULL, now_ns);
+	if (rc < 0)
+		return rc;
+	if (c->shed_cpu_permille > 0 && c->shed_cpu_permille < 1000)
+		z->shedder.shed.cpu = c->shed_cpu_permille;
+	rc = agile_period_quota_init(&z->quota, c->quota, c->quota_period_ns > 0
+	                             ? c->quota_period_ns : 1, c->quota_align);
+	if (rc < 0)
+		return rc;
+	return agile_sliding_window_init(agile_state_window(z), c->window,
+	                                 c->window_span_ns > 0
+	                                 ? c->window_span_ns : 1);
+}
+
+int64_t agile_resilience_permits_held(const struct agile_state_resilience *z)
+{
+	uint32_t high = __atomic_load_n(&z->permit_high, __ATOMIC_ACQUIRE);
+	int64_t held = 0;
+
+	if (high > AGILE_STATE_PERMITS)
+		high = AGILE_STATE_PERMITS;
+	for (uint32_t i = 0; i < high; i++)
+		if (__atomic_load_n(&z->permit_owner[i], __ATOMIC_RELAXED) != 0)
+			held++;
+	return held;
+}
+
+const char *agile_resilience_conc_name(const struct agile_state_resilience *z)
+{
+	switch (z->conc_mode) {
+	case AGILE_CONC_FIXED:
+		return "fixed";
+	case AGILE_CONC_ADAPTIVE:
+		return agile_law_name((int)z->conc_law);
+	default:
+		return "off";
+	}
+}

@@ -1,0 +1,143 @@
+/*
+ * resilience_hook.h - the resilience features at run time: what track.c
+ * calls around a matched socket's connect, responses and close, and what the
+ * feature files (concurrency_hook.c, breaker_hook.c, quota_hook.c,
+ * keys_hook.c, connect_hook.c, http.c, inbound.c) offer each other.
+ *
+ * Each call keeps errno as it found it.  A destination without resilience
+ * settings costs one test per call (agile_resilience_any on its rule).
+ */
+#ifndef AGILE_PRELOAD_RESILIENCE_HOOK_H
+#define AGILE_PRELOAD_RESILIENCE_HOOK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "fdtable.h"
+#include "resilience.h"
+#include "rules.h"
+#include "state.h"
+
+/* How one call on a matched socket ended, for the breaker and the adaptive
+ * concurrency laws. */
+enum agile_call_end {
+	AGILE_OUTCOME_ANSWERED = 0, /* a response arrived */
+	AGILE_OUTCOME_TRUNCATED,    /* cut short before any response */
+	AGILE_OUTCOME_UNREACHABLE   /* refused, unreachable, timed out */
+};
+
+/* What proto=http made of a response (http.c). */
+enum agile_http_verdict {
+	AGILE_HTTP_SAMPLE = 0, /* an ordinary response: a round-trip sample */
+	AGILE_HTTP_SKIP,       /* answered, but not a sample: a cache hit or
+	                          an excluded path */
+	AGILE_HTTP_REFUSED,    /* 429 or 503: the downstream turned the work
+	                          away; unreachable, never a fast sample */
+	AGILE_HTTP_FAILED      /* another 5xx: a sample, and a failure for the
+	                          breaker */
+};
+
+/* ---- called from track.c ------------------------------------------------ */
+
+/* What an admitted connect holds until its socket closes. */
+struct agile_admission {
+	int32_t permit;    /* concurrency permit (index + 1), 0 none */
+	int32_t permit_tid; /* the thread that acquired it */
+	bool breaker_open; /* a breaker call to settle */
+};
+
+/*
+ * Ask every configured gate whether this connect may go ahead: the breaker
+ * (refuses at once), the quota and sliding window, the per-address keys
+ * (refuse, or wait with over=wait on a blocking socket), and the
+ * concurrency cap (waits up to acquire_timeout).  Returns 0 with *adm
+ * filled, or the negative errno the connect must fail with: ECONNREFUSED,
+ * ETIMEDOUT or EAGAIN.  Nothing is held after a refusal.
+ */
+int agile__resilience_admit(int fd, int dest, struct agile_state_slot *s,
+                            const struct sockaddr *addr, socklen_t len,
+                            struct agile_admission *adm);
+
+/* The real connect, with connect_timeout and retry= applied to a blocking
+ * socket (connect_hook.c); a plain libc connect otherwise. */
+int agile__resilience_connect(int fd, const struct sockaddr *addr,
+                              socklen_t len, int dest);
+
+/* The socket's call ended: settle its breaker call, feed the adaptive
+ * concurrency law, and on a failed connect give its permit back. */
+void agile__resilience_outcome(struct agile_fd *t, struct agile_state_slot *s,
+                               enum agile_call_end outcome, int64_t latency_ns,
+                               int64_t now_ns);
+
+/* The socket is closed (or reconnected elsewhere): settle an open breaker
+ * call (a success when the connection was made) and release its permit. */
+void agile__resilience_close(struct agile_fd *t);
+
+/* newfd now shares oldfd's socket: count the permit's new reference. */
+void agile__resilience_dup(struct agile_fd *from, struct agile_fd *to);
+
+/* close_range/closefrom is about to forget [first, last]. */
+void agile__resilience_forget_range(unsigned int first, unsigned int last);
+
+/* ---- concurrency_hook.c ------------------------------------------------- */
+
+int64_t agile__permit_limit(struct agile_state_resilience *z);
+/* A permit (index + 1) if one is free below the limit now, else 0. */
+int32_t agile__permit_try(struct agile_state_resilience *z);
+/* Wait for a permit for thread `tid`: index + 1, or -ETIMEDOUT, or -EAGAIN
+ * (see the file). */
+int32_t agile__permit_acquire(struct agile_state_resilience *z,
+                              int64_t timeout_ns, bool nonblocking,
+                              int32_t tid);
+void agile__permit_ref(struct agile_state_resilience *z, int32_t permit);
+/* Release a reference; `tid` is the thread that acquired the permit. */
+void agile__permit_release(struct agile_state_resilience *z, int32_t permit,
+                           int32_t tid);
+/* The calling thread's id (gettid). */
+int32_t agile__thread_id(void);
+void agile__conc_outcome(struct agile_state_resilience *z,
+                         enum agile_call_end outcome, int64_t latency_ns,
+                         int64_t now_ns);
+
+/* ---- breaker_hook.c ----------------------------------------------------- */
+
+/* True admits the call (to be settled once); false refuses it. */
+bool agile__breaker_allow(struct agile_state_resilience *z, int64_t now_ns);
+void agile__breaker_settle(struct agile_state_resilience *z, bool success,
+                           int64_t now_ns);
+
+/* ---- quota_hook.c ------------------------------------------------------- */
+
+/* quota= and window=: 0, or -ECONNREFUSED over the limit (after waiting for
+ * room with over=wait when `may_wait`). */
+int agile__quota_admit(struct agile_state_resilience *z,
+                       const struct agile_resilience_config *c, bool may_wait);
+
+/* ---- keys_hook.c -------------------------------------------------------- */
+
+/* key_rate= on a CIDR or * rule: 0, or -ECONNREFUSED. */
+int agile__keys_admit(int dest, struct agile_state_resilience *z,
+                      const struct agile_resilience_config *c,
+                      const struct sockaddr *addr, socklen_t len,
+                      bool may_wait);
+
+/* ---- http.c ------------------------------------------------------------- */
+
+/* The first bytes of a request were sent (outbound) or read (inbound):
+ * mark it excluded when its path is in exclude=. */
+void agile__http_request(struct agile_fd *t,
+                         const struct agile_resilience_config *c,
+                         const void *data, size_t len);
+/* The first bytes of a response were read (outbound): its verdict; a 429 or
+ * 503 with Retry-After also pauses the destination's bucket. */
+enum agile_http_verdict agile__http_response(struct agile_fd *t,
+                                             struct agile_state_slot *s,
+                                             const void *data, size_t len,
+                                             int64_t now_ns);
+/* The status code of a response's first bytes, or 0 when they are not an
+ * HTTP/1.x status line. */
+int agile__http_status(const void *data, size_t len);
+
+#endif /* AGILE_PRELOAD_RESILIENCE_HOOK_H */

@@ -1,0 +1,349 @@
+/*
+ * agilestat_resilience.c - agilestat's view of the resilience features (see
+ * agilestat_resilience.h).
+ *
+ * Everything is read from the read-only mapping without the region's locks
+ * (agilestat never writes the file): counters with atomic loads, and the
+ * breaker, quota and window from a copy, so a value may be one call stale
+ * but never torn beyond a single call's update.
+ */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "agile_resilience.h"
+#include "agilestat_resilience.h"
+#include "resilience.h"
+
+/* What is shown of one region at one instant. */
+struct reading {
+	uint32_t features;
+	const char *conc_name;
+	int64_t conc_limit, conc_held;
+	uint64_t conc_admitted, conc_waited, conc_timeouts, conc_reclaimed;
+	double breaker_ratio;
+	uint64_t breaker_allowed, breaker_refused, breaker_failures;
+	uint64_t breaker_passes;
+	int32_t quota, quota_left;
+	int64_t quota_period_ns, quota_reset_ns;
+	bool quota_align;
+	uint64_t quota_refused, quota_waited;
+	int32_t window, window_left;
+	int64_t window_span_ns, window_next_ns;
+	uint64_t window_refused, window_waited;
+	int64_t paused_ns;
+	uint64_t http_pauses, http_cache_hits, http_excluded, http_5xx;
+	uint64_t connect_retries, connect_timeouts;
+	uint64_t keys_held, key_refused, key_idle, key_capacity;
+	uint64_t accepted, shed, shed_cpu;
+};
+
+static int64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+}
+
+static uint64_t u64(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static void read_region(const struct agile_state_slot *s, struct reading *r)
+{
+	const struct agile_state_resilience *z = &s->resilience;
+	int64_t mono = clock_ns(CLOCK_MONOTONIC);
+	struct agile_breaker breaker;
+	struct agile_period_quota quota;
+	int64_t paused_until;
+
+	memset(r, 0, sizeof(*r));
+	r->features = __atomic_load_n(&z->features, __ATOMIC_ACQUIRE);
+	r->conc_name = agile_resilience_conc_name(z);
+	r->conc_limit = __atomic_load_n(&z->conc_limit, __ATOMIC_ACQUIRE);
+	r->conc_held = agile_resilience_permits_held(z);
+	r->conc_admitted = u64(&z->conc_admitted);
+	r->conc_waited = u64(&z->conc_waited);
+	r->conc_timeouts = u64(&z->conc_timeouts);
+	r->conc_reclaimed = u64(&z->conc_reclaimed);
+	memcpy(&breaker, &z->breaker, sizeof(breaker));
+	r->breaker_ratio = agile_breaker_ratio(&breaker, mono);
+	r->breaker_allowed = u64(&z->breaker_allowed);
+	r->breaker_refused = u64(&z->breaker_refused);
+	r->breaker_failures = u64(&z->breaker_failures);
+	r->breaker_passes = u64(&z->breaker_passes);
+	memcpy(&quota, &z->quota, sizeof(quota));
+	{
+		int64_t now = quota.align ? clock_ns(CLOCK_REALTIME) : mono;
+
+		r->quota = quota.quota;
+		r->quota_period_ns = quota.period_ns;
+		r->quota_align = quota.align != 0;
+		r->quota_left = agile_period_quota_left(&quota, now);
+		r->quota_reset_ns = agile_period_quota_next(&quota, now);
+	}
+	r->quota_refused = u64(&z->quota_refused);
+	r->quota_waited = u64(&z->quota_waited);
+	{
+		const struct agile_sliding_window *w =
+			agile_state_window_const(z);
+
+		r->window = w->quota;
+		r->window_span_ns = w->window_ns;
+		r->window_left = agile_sliding_window_left(w, mono);
+		r->window_next_ns = agile_sliding_window_next(w, mono);
+	}
+	r->window_refused = u64(&z->window_refused);
+	r->window_waited = u64(&z->window_waited);
+	paused_until = __atomic_load_n(&z->paused_until_ns, __ATOMIC_ACQUIRE);
+	r->paused_ns = paused_until > mono ? paused_until - mono : 0;
+	r->http_pauses = u64(&z->http_pauses);
+	r->http_cache_hits = u64(&z->http_cache_hits);
+	r->http_excluded = u64(&z->http_excluded);
+	r->http_5xx = u64(&z->http_5xx);
+	r->connect_retries = u64(&z->connect_retries);
+	r->connect_timeouts = u64(&z->connect_timeouts);
+	r->keys_held = u64(&z->keys_held);
+	r->key_refused = u64(&z->key_refused);
+	r->key_idle = u64(&z->key_idle_evictions);
+	r->key_capacity = u64(&z->key_capacity_evictions);
+	r->accepted = u64(&z->accepted);
+	r->shed = u64(&z->shed);
+	r->shed_cpu = u64(&z->shed_cpu);
+}
+
+static double seconds(int64_t ns)
+{
+	return (double)ns / AGILE_NS_PER_S;
+}
+
+#define ULL(x) ((unsigned long long)(x))
+
+void agilestat_resilience_table(const struct agile_state_slot *s)
+{
+	struct reading r;
+
+	read_region(s, &r);
+	if (r.features & AGILE_FEATURE_INBOUND)
+		printf("  listener: accepted %llu  shed %llu (cpu %llu)  "
+		       "open %lld of %lld\n", ULL(r.accepted), ULL(r.shed),
+		       ULL(r.shed_cpu), (long long)r.conc_held,
+		       (long long)r.conc_limit);
+	else if (r.features & AGILE_FEATURE_CONCURRENCY)
+		printf("  concurrency %s: open %lld of %lld  admitted %llu  "
+		       "waited %llu  timeouts %llu  reclaimed %llu\n",
+		       r.conc_name, (long long)r.conc_held,
+		       (long long)r.conc_limit, ULL(r.conc_admitted),
+		       ULL(r.conc_waited), ULL(r.conc_timeouts),
+		       ULL(r.conc_reclaimed));
+	if (r.features & AGILE_FEATURE_BREAKER)
+		printf("  breaker sre: drop ratio %.3f  allowed %llu  refused "
+		       "%llu  failures %llu  successes %llu\n", r.breaker_ratio,
+		       ULL(r.breaker_allowed), ULL(r.breaker_refused),
+		       ULL(r.breaker_failures), ULL(r.breaker_passes));
+	if (r.features & AGILE_FEATURE_QUOTA)
+		printf("  quota %d per %.0fs%s: %d left, resets in %.1fs  "
+		       "refused %llu  waited %llu\n", (int)r.quota,
+		       seconds(r.quota_period_ns), r.quota_align ? " aligned" : "",
+		       (int)r.quota_left, seconds(r.quota_reset_ns),
+		       ULL(r.quota_refused), ULL(r.quota_waited));
+	if (r.features & AGILE_FEATURE_WINDOW)
+		printf("  window %d per %.0fs: %d left, room in %.1fs  refused "
+		       "%llu  waited %llu\n", (int)r.window,
+		       seconds(r.window_span_ns), (int)r.window_left,
+		       seconds(r.window_next_ns), ULL(r.window_refused),
+		       ULL(r.window_waited));
+	if (r.features & AGILE_FEATURE_HTTP)
+		printf("  http: paused %.1fs  pauses %llu  cache hits %llu  "
+		       "excluded %llu  fast 5xx %llu\n", seconds(r.paused_ns),
+		       ULL(r.http_pauses), ULL(r.http_cache_hits),
+		       ULL(r.http_excluded), ULL(r.http_5xx));
+	if (r.features & AGILE_FEATURE_CONNECT)
+		printf("  connect: retries %llu  timeouts %llu\n",
+		       ULL(r.connect_retries), ULL(r.connect_timeouts));
+	if (r.features & AGILE_FEATURE_KEYS)
+		printf("  keys: %llu held  refused %llu  evicted idle %llu, "
+		       "over the bound %llu\n", ULL(r.keys_held),
+		       ULL(r.key_refused), ULL(r.key_idle), ULL(r.key_capacity));
+}
+
+void agilestat_resilience_json(const struct agile_state_slot *s)
+{
+	struct reading r;
+
+	read_region(s, &r);
+	if (r.features & AGILE_FEATURE_CONCURRENCY)
+		printf(",\"concurrency\":{\"mode\":\"%s\",\"limit\":%lld"
+		       ",\"open\":%lld,\"admitted\":%llu,\"waited\":%llu"
+		       ",\"timeouts\":%llu,\"reclaimed\":%llu}", r.conc_name,
+		       (long long)r.conc_limit, (long long)r.conc_held,
+		       ULL(r.conc_admitted), ULL(r.conc_waited),
+		       ULL(r.conc_timeouts), ULL(r.conc_reclaimed));
+	if (r.features & AGILE_FEATURE_BREAKER)
+		printf(",\"breaker\":{\"drop_ratio\":%.4f,\"allowed\":%llu"
+		       ",\"refused\":%llu,\"failures\":%llu,\"successes\":%llu}",
+		       r.breaker_ratio, ULL(r.breaker_allowed),
+		       ULL(r.breaker_refused), ULL(r.breaker_failures),
+		       ULL(r.breaker_passes));
+	if (r.features & AGILE_FEATURE_QUOTA)
+		printf(",\"quota\":{\"limit\":%d,\"period_s\":%.3f,\"align\":%s"
+		       ",\"left\":%d,\"reset_s\":%.3f,\"refused\":%llu"
+		       ",\"waited\":%llu}", (int)r.quota,
+		       seconds(r.quota_period_ns),
+		       r.quota_align ? "true" : "false", (int)r.quota_left,
+		       seconds(r.quota_reset_ns), ULL(r.quota_refused),
+		       ULL(r.quota_waited));
+	if (r.features & AGILE_FEATURE_WINDOW)
+		printf(",\"window\":{\"limit\":%d,\"span_s\":%.3f,\"left\":%d"
+		       ",\"room_in_s\":%.3f,\"refused\":%llu,\"waited\":%llu}",
+		       (int)r.window, seconds(r.window_span_ns),
+		       (int)r.window_left, seconds(r.window_next_ns),
+		       ULL(r.window_refused), ULL(r.window_waited));
+	if (r.features & AGILE_FEATURE_HTTP)
+		printf(",\"http\":{\"paused_s\":%.3f,\"pauses\":%llu"
+		       ",\"cache_hits\":%llu,\"excluded\":%llu,\"fast_5xx\":%llu}",
+		       seconds(r.paused_ns), ULL(r.http_pauses),
+		       ULL(r.http_cache_hits), ULL(r.http_excluded),
+		       ULL(r.http_5xx));
+	if (r.features & AGILE_FEATURE_CONNECT)
+		printf(",\"connect\":{\"retries\":%llu,\"timeouts\":%llu}",
+		       ULL(r.connect_retries), ULL(r.connect_timeouts));
+	if (r.features & AGILE_FEATURE_KEYS)
+		printf(",\"keys\":{\"held\":%llu,\"refused\":%llu"
+		       ",\"idle_evictions\":%llu,\"capacity_evictions\":%llu}",
+		       ULL(r.keys_held), ULL(r.key_refused), ULL(r.key_idle),
+		       ULL(r.key_capacity));
+	if (r.features & AGILE_FEATURE_INBOUND)
+		printf(",\"listener\":{\"accepted\":%llu,\"shed\":%llu"
+		       ",\"shed_cpu\":%llu}", ULL(r.accepted), ULL(r.shed),
+		       ULL(r.shed_cpu));
+}
+
+/* One Prometheus family: the feature it belongs to and how to read it. */
+struct family {
+	const char *name, *type, *help;
+	uint32_t feature;
+	double (*value)(const struct reading *r);
+};
+
+#define READER(fn, expr) \
+	static double fn(const struct reading *r) { return (double)(expr); }
+READER(conc_limit, r->conc_limit)
+READER(conc_open, r->conc_held)
+READER(conc_waited, r->conc_waited)
+READER(conc_timeouts, r->conc_timeouts)
+READER(conc_reclaimed, r->conc_reclaimed)
+READER(breaker_ratio, r->breaker_ratio)
+READER(breaker_refused, r->breaker_refused)
+READER(quota_left, r->quota_left)
+READER(quota_reset, seconds(r->quota_reset_ns))
+READER(quota_refused, r->quota_refused)
+READER(window_left, r->window_left)
+READER(window_refused, r->window_refused)
+READER(http_paused, seconds(r->paused_ns))
+READER(http_pauses, r->http_pauses)
+READER(http_cache_hits, r->http_cache_hits)
+READER(connect_retries, r->connect_retries)
+READER(connect_timeouts, r->connect_timeouts)
+READER(keys_held, r->keys_held)
+READER(key_idle, r->key_idle)
+READER(key_capacity, r->key_capacity)
+READER(accepted, r->accepted)
+READER(shed, r->shed)
+#undef READER
+
+static const struct family families[] = {
+	{ "agile_concurrency_limit", "gauge",
+	  "Connections allowed open at once.", AGILE_FEATURE_CONCURRENCY,
+	  conc_limit },
+	{ "agile_concurrency_open", "gauge", "Connections open now.",
+	  AGILE_FEATURE_CONCURRENCY, conc_open },
+	{ "agile_concurrency_waits_total", "counter",
+	  "Connects that waited for a permit.", AGILE_FEATURE_CONCURRENCY,
+	  conc_waited },
+	{ "agile_concurrency_timeouts_total", "counter",
+	  "Connects that gave up waiting (ETIMEDOUT).",
+	  AGILE_FEATURE_CONCURRENCY, conc_timeouts },
+	{ "agile_concurrency_reclaimed_total", "counter",
+	  "Permits taken back from processes that died.",
+	  AGILE_FEATURE_CONCURRENCY, conc_reclaimed },
+	{ "agile_breaker_drop_ratio", "gauge",
+	  "Share of calls the breaker turns away now.", AGILE_FEATURE_BREAKER,
+	  breaker_ratio },
+	{ "agile_breaker_refused_total", "counter",
+	  "Connects the breaker refused.", AGILE_FEATURE_BREAKER,
+	  breaker_refused },
+	{ "agile_quota_remaining", "gauge",
+	  "Calls left in the quota's period.", AGILE_FEATURE_QUOTA,
+	  quota_left },
+	{ "agile_quota_reset_seconds", "gauge",
+	  "Seconds until the quota's period ends.", AGILE_FEATURE_QUOTA,
+	  quota_reset },
+	{ "agile_quota_refused_total", "counter",
+	  "Connects refused over the quota.", AGILE_FEATURE_QUOTA,
+	  quota_refused },
+	{ "agile_window_remaining", "gauge",
+	  "Calls left in the sliding window.", AGILE_FEATURE_WINDOW,
+	  window_left },
+	{ "agile_window_refused_total", "counter",
+	  "Connects refused over the sliding window.", AGILE_FEATURE_WINDOW,
+	  window_refused },
+	{ "agile_http_paused_seconds", "gauge",
+	  "Seconds the bucket stays paused by a Retry-After.",
+	  AGILE_FEATURE_HTTP, http_paused },
+	{ "agile_http_pauses_total", "counter",
+	  "429/503 responses with a Retry-After.", AGILE_FEATURE_HTTP,
+	  http_pauses },
+	{ "agile_http_cache_hits_total", "counter",
+	  "Responses kept out of the signal as cache hits.",
+	  AGILE_FEATURE_HTTP, http_cache_hits },
+	{ "agile_connect_retries_total", "counter",
+	  "Connect retries after a refusal.", AGILE_FEATURE_CONNECT,
+	  connect_retries },
+	{ "agile_connect_timeouts_total", "counter",
+	  "Connects that hit connect_timeout.", AGILE_FEATURE_CONNECT,
+	  connect_timeouts },
+	{ "agile_keys", "gauge", "Addresses with their own bucket.",
+	  AGILE_FEATURE_KEYS, keys_held },
+	{ "agile_key_idle_evictions_total", "counter",
+	  "Addresses reclaimed after going idle.", AGILE_FEATURE_KEYS,
+	  key_idle },
+	{ "agile_key_capacity_evictions_total", "counter",
+	  "Addresses evicted by the key bound.", AGILE_FEATURE_KEYS,
+	  key_capacity },
+	{ "agile_accepted_total", "counter",
+	  "Connections a listener accepted.", AGILE_FEATURE_INBOUND, accepted },
+	{ "agile_shed_total", "counter",
+	  "Connections a listener shed.", AGILE_FEATURE_INBOUND, shed },
+};
+
+void agilestat_resilience_prometheus(const struct agile_state_slot *const *s,
+                                     int n,
+                                     void (*labels)(int i, void *arg),
+                                     void *arg)
+{
+	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+		bool header = false;
+
+		for (int i = 0; i < n; i++) {
+			struct reading r;
+
+			read_region(s[i], &r);
+			if (!(r.features & families[f].feature))
+				continue;
+			if (!header) {
+				printf("# HELP %s %s\n# TYPE %s %s\n",
+				       families[f].name, families[f].help,
+				       families[f].name, families[f].type);
+				header = true;
+			}
+			printf("%s", families[f].name);
+			labels(i, arg);
+			printf(" %.9g\n", families[f].value(&r));
+		}
+	}
+}
