@@ -1,0 +1,144 @@
+#!/bin/sh
+# breaker.sh - breaker=sre against a downstream that fails, then recovers.
+#
+# A Python client makes an HTTP request on a fresh connection every 2 ms.
+# The downstream answers for 1.5 s, then for 2 s accepts each connection and
+# closes it unanswered (truncated: a failure), then for 2 s does not listen
+# at all (refused: unreachable, a failure too), then answers again.  With
+# breaker=sre (the preset: k 1.5, protection 5, a 10 s window) the preload
+# must turn the failing calls away at once with ECONNREFUSED, as often as the
+# breaker's drop ratio says (agilestat shows it, high during the outage),
+# and once the downstream is back pass at least half of the client's
+# requests within 6 s (go-zero's breaker stayed open 15 minutes after a
+# one-minute outage).  floor = probe = max keeps the rate limiter out of the
+# picture: what is measured is the breaker.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need python3
+
+cat >"$tmp/server.py" <<'PY'
+import os, select, socket, sys, threading, time
+port_file, mode_file = sys.argv[1], sys.argv[2]
+threading.Timer(120, lambda: os._exit(0)).start()
+def listener(port=0):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("127.0.0.1", port))
+    s.listen(512)
+    return s
+def handle(c, mode):
+    try:
+        c.settimeout(5)
+        if not c.recv(4096) or mode == "close":
+            return
+        c.sendall(b"HTTP/1.0 200 OK\r\nContent-Length: 3\r\n"
+                  b"Connection: close\r\n\r\nok\n")
+    except OSError:
+        pass
+    finally:
+        c.close()
+s = listener()
+port = s.getsockname()[1]
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % port)
+os.rename(port_file + ".tmp", port_file)
+while True:
+    try:
+        mode = open(mode_file).read().strip()
+    except OSError:
+        mode = "ok"
+    if mode == "down":
+        if s is not None:
+            s.close()
+            s = None
+        time.sleep(0.005)
+        continue
+    if s is None:
+        s = listener(port)
+    if select.select([s], [], [], 0.005)[0]:
+        c, _ = s.accept()
+        threading.Thread(target=handle, args=(c, mode), daemon=True).start()
+PY
+echo ok >"$tmp/mode"
+python3 "$tmp/server.py" "$tmp/port" "$tmp/mode" </dev/null >"$tmp/server.log" 2>&1 &
+started $!
+i=0
+while [ ! -s "$tmp/port" ]; do
+	i=$((i + 1))
+	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
+	sleep 0.05
+done
+port=$(cat "$tmp/port")
+export AGILE_DEST_API="127.0.0.1:$port max=500 floor=500 probe=500 initial=500 breaker=sre"
+
+LD_PRELOAD="$PRELOAD" python3 - "$port" "$tmp/attempts" 14 <<'PY' &
+import socket, sys, time
+port, log, duration = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+out = open(log, "w")
+end = time.monotonic() + duration
+while time.monotonic() < end:
+    t = time.monotonic()
+    try:
+        c = socket.create_connection(("127.0.0.1", port), timeout=5)
+        c.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        outcome = "ok" if c.recv(100).startswith(b"HTTP/1.0 200") else "fail"
+        c.close()
+    except ConnectionRefusedError:
+        outcome = "refused"
+    except OSError:
+        outcome = "fail"
+    out.write("%.6f %s\n" % (t, outcome))
+    time.sleep(0.002)
+out.close()
+PY
+client=$!
+started $client
+now() { python3 -c 'import time; print("%.6f" % time.monotonic())'; }
+sleep 1.5
+echo close >"$tmp/mode"; t_close=$(now)
+sleep 2
+echo down >"$tmp/mode"; t_down=$(now)
+sleep 1.8
+ratio=$(stat_json api 'd["breaker"]["drop_ratio"]')
+sleep 0.2
+echo ok >"$tmp/mode"; t_up=$(now)
+wait "$client" || fail "the client failed"
+
+python3 - "$tmp/attempts" "$t_close" "$t_down" "$t_up" >"$tmp/figures" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+rows = [(float(t), o) for t, o in rows]
+t_close, t_down, t_up = map(float, sys.argv[2:5])
+def share(a, b, what):
+    r = [o for t, o in rows if a <= t < b]
+    return (sum(o in what for o in r) / len(r) if r else 0.0), len(r)
+# Healthy: nothing refused.
+healthy, n0 = share(0, t_close, ("refused",))
+# The last second of the truncating phase: the real server accepts every
+# connection, so every refusal there is the breaker's.
+closing, n1 = share(t_down - 1, t_down, ("refused",))
+# After recovery: the first 0.5 s window from which on at least half of the
+# requests are answered.
+recovered = None
+t = t_up
+while t < rows[-1][0] - 0.5:
+    s, n = share(t, t + 0.5, ("ok",))
+    if n > 0 and s >= 0.5:
+        recovered = t + 0.5 - t_up
+        break
+    t += 0.1
+last, n3 = share(rows[-1][0] - 1, rows[-1][0] + 1, ("ok",))
+print(healthy, closing, recovered if recovered is not None else 99, last,
+      n0, n1)
+PY
+set -- $(cat "$tmp/figures")
+note "refused while healthy $1, while truncating $2 (of $6 in the last 1 s);"
+note "drop ratio near the outage's end $ratio; half answered again $3 s after recovery; finally $4 answered"
+check "v[0] == 0" "a healthy downstream is never refused" "$1"
+check "v[0] >= 0.5" "the breaker refuses most calls while the downstream fails" "$2"
+check "v[0] >= 0.5" "agilestat shows the drop ratio during the outage" "$ratio"
+check "v[0] <= 6" "at least half the traffic passes within 6 s of recovery" "$3"
+check "v[0] >= 0.8" "and nearly all of it soon after" "$4"
+check "v[0] > 100" "the breaker counted its refusals" \
+	"$(stat_json api 'd["breaker"]["refused"]')"
+check "v[0] < v[1]" "refusals are not counted as unreachable" \
+	"$(stat_json api 'd["unreachable"]')" "$(stat_json api 'd["breaker"]["refused"]')"
