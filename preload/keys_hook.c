@@ -12,8 +12,8 @@
  * are added to the slot's counters, which agilestat shows: a growing
  * capacity count says the bound is too low for the traffic.
  *
- * Over its rate an address is refused with ECONNREFUSED, or, with over=wait
- * on a blocking socket, waits as the table's retry-after hint says.
+ * Over its rate an address is refused with ECONNREFUSED, or, with over=wait,
+ * waits as the table's retry-after hint says.
  */
 #include "config.h"
 
@@ -103,8 +103,7 @@ static bool address_key(const struct sockaddr *addr, socklen_t len,
 
 int agile__keys_admit(int dest, struct agile_state_resilience *z,
                       const struct agile_resilience_config *c,
-                      const struct sockaddr *addr, socklen_t len,
-                      bool may_wait)
+                      const struct sockaddr *addr, socklen_t len)
 {
 	uint8_t key[16];
 
@@ -131,7 +130,7 @@ int agile__keys_admit(int dest, struct agile_state_resilience *z,
 		/* No table (no memory): the rule's limiter still applies. */
 		if (allowed)
 			return 0;
-		if (c->over != AGILE_OVER_WAIT || !may_wait)
+		if (c->over != AGILE_OVER_WAIT)
 			return -ECONNREFUSED;
 		agile__sleep_until(now + wait);
 	}

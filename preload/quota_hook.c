@@ -11,11 +11,12 @@
  * shares and which no clock adjustment moves.
  *
  * Over the limit, connect fails at once with ECONNREFUSED (over=refuse, the
- * default).  With over=wait a blocking connect sleeps until there is room —
- * until the quota's period ends, or the window's oldest call leaves it — and
- * tries again; a non-blocking connect is refused, since sleeping would stall
- * the event loop for the whole period.  Each connect that gets through
- * counts one call against both.
+ * default).  With over=wait the connect sleeps until there is room — until
+ * the quota's period ends, or the window's oldest call leaves it — and tries
+ * again.  A non-blocking connect waits too (curl, and Python sockets with a
+ * timeout, are non-blocking underneath): over=wait asks for the program to
+ * be held back, and an event loop is held back with it, as its pacing wait
+ * does.  Each connect that gets through counts one call against both.
  */
 #include "config.h"
 
@@ -78,7 +79,7 @@ static int64_t try_both(struct agile_state_resilience *z,
 }
 
 int agile__quota_admit(struct agile_state_resilience *z,
-                       const struct agile_resilience_config *c, bool may_wait)
+                       const struct agile_resilience_config *c)
 {
 	bool counted = false;
 
@@ -88,7 +89,7 @@ int agile__quota_admit(struct agile_state_resilience *z,
 
 		if (wait == 0)
 			return 0;
-		if (c->over != AGILE_OVER_WAIT || !may_wait) {
+		if (c->over != AGILE_OVER_WAIT) {
 			agile__add_u64(by_window ? &z->window_refused
 			                         : &z->quota_refused, 1);
 			return -ECONNREFUSED;

@@ -50,12 +50,12 @@ int agile__resilience_admit(int fd, int dest, struct agile_state_slot *s,
 		adm->breaker_open = true;
 	}
 	if (c->quota > 0 || c->window > 0) {
-		rc = agile__quota_admit(z, c, blocking);
+		rc = agile__quota_admit(z, c);
 		if (rc < 0)
 			return rc;
 	}
 	if (c->key_rate > 0) {
-		rc = agile__keys_admit(dest, z, c, addr, len, blocking);
+		rc = agile__keys_admit(dest, z, c, addr, len);
 		if (rc < 0)
 			return rc;
 	}

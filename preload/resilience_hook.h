@@ -51,7 +51,7 @@ struct agile_admission {
 /*
  * Ask every configured gate whether this connect may go ahead: the breaker
  * (refuses at once), the quota and sliding window, the per-address keys
- * (refuse, or wait with over=wait on a blocking socket), and the
+ * (refuse, or wait with over=wait), and the
  * concurrency cap (waits up to acquire_timeout).  Returns 0 with *adm
  * filled, or the negative errno the connect must fail with: ECONNREFUSED,
  * ETIMEDOUT or EAGAIN.  Nothing is held after a refusal.
@@ -110,18 +110,17 @@ void agile__breaker_settle(struct agile_state_resilience *z, bool success,
 
 /* ---- quota_hook.c ------------------------------------------------------- */
 
-/* quota= and window=: 0, or -ECONNREFUSED over the limit (after waiting for
- * room with over=wait when `may_wait`). */
+/* quota= and window=: 0, or -ECONNREFUSED over the limit (with over=wait,
+ * 0 after waiting for room). */
 int agile__quota_admit(struct agile_state_resilience *z,
-                       const struct agile_resilience_config *c, bool may_wait);
+                       const struct agile_resilience_config *c);
 
 /* ---- keys_hook.c -------------------------------------------------------- */
 
 /* key_rate= on a CIDR or * rule: 0, or -ECONNREFUSED. */
 int agile__keys_admit(int dest, struct agile_state_resilience *z,
                       const struct agile_resilience_config *c,
-                      const struct sockaddr *addr, socklen_t len,
-                      bool may_wait);
+                      const struct sockaddr *addr, socklen_t len);
 
 /* ---- http.c ------------------------------------------------------------- */
 
