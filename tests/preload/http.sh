@@ -1,0 +1,101 @@
+#!/bin/sh
+# http.sh - proto=http honours a 429 with Retry-After, and keeps cache hits
+# and excluded paths out of the signal.
+#
+# A Python client makes 12 requests at max=floor=50/s (20 ms apart), each on
+# a fresh connection.  The fifth is answered 429 Too Many Requests with
+# Retry-After: 2: with proto=http the destination's bucket is paused for 2 s,
+# so the sixth request reaches the server no earlier than 2 s after the
+# fifth, while every other gap stays near 20 ms.  Two responses carry
+# X-Cache: HIT and two requests go to /health (exclude=/health): neither is
+# a sample, so of 12 requests 7 are samples (the 429 is recorded as
+# unreachable instead).  The same client without proto=http sees no pause.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need python3
+
+cat >"$tmp/server.py" <<'PY'
+import http.server, os, socketserver, sys, threading, time
+port_file, log = sys.argv[1], sys.argv[2]
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        with open(log, "a") as f:
+            f.write("%.6f %s\n" % (time.monotonic(), self.path))
+        headers = {}
+        status = 200
+        if self.path == "/busy":
+            status, headers = 429, {"Retry-After": "2"}
+        elif self.path == "/cached":
+            headers = {"X-Cache": "HIT from edge", "Age": "30"}
+        body = b"ok\n"
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+server = Server(("127.0.0.1", 0), Handler)
+threading.Timer(120, lambda: os._exit(0)).start()
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % server.server_address[1])
+os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
+PY
+python3 "$tmp/server.py" "$tmp/port" "$tmp/log" </dev/null >"$tmp/server.log" 2>&1 &
+started $!
+i=0
+while [ ! -s "$tmp/port" ]; do
+	i=$((i + 1))
+	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
+	sleep 0.05
+done
+port=$(cat "$tmp/port")
+
+cat >"$tmp/client.py" <<'PY'
+import http.client, sys
+port = int(sys.argv[1])
+paths = ["/", "/", "/", "/", "/busy", "/", "/cached", "/health", "/",
+         "/cached", "/health", "/"]
+for p in paths:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", p)
+    c.getresponse().read()
+    c.close()
+PY
+
+# The gap (s) between the arrival of /busy and of the request after it,
+# and the largest other gap.
+gaps() {
+	python3 - "$tmp/log" <<'PY'
+import sys
+rows = [l.split() for l in open(sys.argv[1])]
+t = [float(r[0]) for r in rows]
+i = [r[1] for r in rows].index("/busy")
+other = max(b - a for k, (a, b) in enumerate(zip(t, t[1:])) if k != i)
+print("%.3f %.3f" % (t[i + 1] - t[i], other))
+PY
+}
+
+export AGILE_DEST_WEB="127.0.0.1:$port max=50 floor=50 initial=50 proto=http exclude=/health"
+preloaded python3 "$tmp/client.py" "$port" || fail "the client failed"
+set -- $(gaps)
+note "proto=http: $1 s after the 429, at most $2 s between the others"
+check "v[0] >= 1.95" "a 429 with Retry-After: 2 pauses the destination 2 s" "$1"
+check "v[0] < 0.5" "the other requests keep their pace" "$2"
+check "v[0] == 7" "cache hits, excluded paths and the 429 are not samples" \
+	"$(stat_json web 'd["samples_total"]')"
+check "v[0] == 1" "agilestat counts the pause" "$(stat_json web 'd["http"]["pauses"]')"
+check "v[0] == 2" "agilestat counts the cache hits" "$(stat_json web 'd["http"]["cache_hits"]')"
+check "v[0] == 2" "agilestat counts the excluded requests" "$(stat_json web 'd["http"]["excluded"]')"
+check "v[0] == 1" "the 429 counts as unreachable" "$(stat_json web 'd["unreachable"]')"
+
+rm -f "$tmp/log"
+export AGILE_DEST_WEB="127.0.0.1:$port max=50 floor=50 initial=50"
+preloaded python3 "$tmp/client.py" "$port" || fail "the client failed"
+set -- $(gaps)
+note "without proto=http: $1 s after the 429"
+check "v[0] < 0.5" "without proto=http nothing is paused" "$1"
