@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <gnu/lib-names.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@
 #include "atomics.h"
 #include "clock.h"
 #include "destinations.h"
+#include "lazymath.h"
 #include "log.h"
 #include "process.h"
 #include "symbols.h"
@@ -63,6 +65,17 @@ static void load(void)
 
 	agile__enter();
 	agile__log_init();
+	/* The core computes from here on; without libm it cannot, and the
+	 * preload stays out of the way (lazymath.c). */
+	if (agile__lazymath_bind() < 0) {
+		agile__log(AGILE_LOG_ERROR, "cannot load %s; destinations are "
+		           "not throttled", LIBM_SO);
+		if (agile__strict())
+			agile__strict_exit();
+		__atomic_store_n(&agile__disabled, 1, __ATOMIC_RELEASE);
+		agile__leave();
+		return;
+	}
 	agile_rules_parse(environ, &rules, on_config_error, &errors);
 	for (int i = 0; i < rules.count; i++) {
 		if (!rules.rule[i].enabled)

@@ -20,6 +20,15 @@ preloaded curl -sf -o /dev/null "http://127.0.0.1:$other/" || fail "unmatched cu
 [ ! -e "$AGILE_STATE" ] || fail "a process without a matched socket created the state file"
 note "no state file after a pipeline and an unmatched connection"
 
+# Nor does the preload map libm into it: libm is loaded at the first
+# connect of a process with destinations configured (preload/lazymath.c).
+# cat reads its own maps; libm is there under the preload only if it is
+# there without it.
+without=$(cat /proc/self/maps | grep -c '/libm[.-]' || true)
+with=$(preloaded cat /proc/self/maps | grep -c '/libm[.-]' || true)
+check "v[0] == v[1]" "a process that never connects maps libm only if it would anyway" \
+	"$with" "$without"
+
 status=0
 out=$(AGILE_STRICT=1 AGILE_DEST_BAD="127.0.0.1:$port max=100 flor=3" \
 	preloaded sh -c 'echo main ran' 2>"$tmp/err") || status=$?
