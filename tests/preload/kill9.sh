@@ -29,7 +29,15 @@ for i in 1 2 3 4 5 6 7 8; do
 	victims="$victims $!"
 	started $!
 done
-sleep 0.5
+# Kill them only once they are inside the shared state (the state file
+# exists and requests are arriving): on a loaded machine eight Pythons can
+# take well over a second to start.
+i=0
+while [ ! -s "$AGILE_STATE" ] || [ "$(count_lines "$tmp/api.arrivals" 2>/dev/null || echo 0)" -lt 8 ]; do
+	i=$((i + 1))
+	[ "$i" -le 300 ] || fail "the clients never started"
+	sleep 0.05
+done
 for pid in $victims; do
 	kill -9 "$pid" 2>/dev/null || true
 	sleep 0.07
