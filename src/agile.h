@@ -53,6 +53,8 @@ enum agile_preset {
 	AGILE_PRESET_LATENCY_FIRST,   /* SLO anchor, two agreeing ticks per step;
 	                                 needs an SLO */
 	AGILE_PRESET_THROUGHPUT_FIRST,/* baseline anchor at 3.5x, two ticks */
+	AGILE_PRESET_SEED,            /* the seed's law exactly, as preset none
+	                                 ran it before the matrix's knobs */
 	AGILE_PRESET_COUNT
 };
 
@@ -116,6 +118,30 @@ struct agile_config {
 	double deadband;          /* hold band below the window, in [0,1); 0.1 */
 	double recover_ramp;      /* > 0: multiplicative probe returns while
 	                             fast <= recover_ramp x window; off */
+	/*
+	 * The four rules the scenario matrix (bench/RESULTS.md) measured the
+	 * seed's law to lack; controller.c explains each.  0 lets the preset
+	 * decide: preset none with an SLO turns each on at its default, every
+	 * other preset (seed among them) leaves it off.  Rules a-c need the
+	 * tick's answers per second, so they apply to rate limiters only.
+	 */
+	double delivered_share;   /* a: a tick whose answers lag its grants (a
+	                             queue growing) cuts at once to at most
+	                             this x the delivered rate minus the excess;
+	                             the knee ramp and the probe stop at this x
+	                             the knee; 0.92 */
+	double knee_ramp;         /* b: below delivered_share x knee a healthy
+	                             tick multiplies by this, capped there,
+	                             without waiting for agreement; 1 = off; 2 */
+	double probe_acceleration;/* c: from delivered_share x knee up, step
+	                             only while p50 <= baseline, each step in a
+	                             row this times the last, up to
+	                             AGILE_PROBE_MAX_STEP; 1 = off; 2 */
+	double goodput_cut;       /* d: a second guard cut in a row keeps at most
+	                             this x the share of the tick's answers
+	                             inside the tail target, and a tick within
+	                             the tolerance does not cut on the
+	                             smoothing's memory; 1 */
 };
 
 /* Defaults, each documented where the knob is explained (README). */
@@ -136,6 +162,21 @@ struct agile_config {
 #define AGILE_SLO_WINDOW_FRACTION 0.8  /* the SLO window is 0.8 x SLO */
 #define AGILE_TAIL_SIGMA 3.0  /* standard errors added to the tolerance */
 #define AGILE_OUTAGE_RATIO 2  /* unreachable >= 2 x observed is an outage */
+/* The matrix rules' defaults under preset none with an SLO; bench/RESULTS.md
+ * has the measurements behind each. */
+#define AGILE_DEFAULT_DELIVERED_SHARE 0.92
+#define AGILE_DEFAULT_KNEE_RAMP 2.0
+#define AGILE_DEFAULT_PROBE_ACCELERATION 2.0
+#define AGILE_DEFAULT_GOODPUT_CUT 1.0
+#define AGILE_DEFICIT_SHARE 0.04  /* answers lagging (or leading) the grants
+                                     by more than this share of them, plus
+                                     two answers: a queue growing (draining) */
+#define AGILE_ANSWER_RATIO_LOW 0.9   /* answers per grant within which */
+#define AGILE_ANSWER_RATIO_HIGH 1.1  /* the delivered rules trust them */
+#define AGILE_ANSWER_RATIO_WEIGHT 0.25 /* EWMA weight of a healthy tick */
+#define AGILE_PROBE_MAX_STEP 0.2  /* the largest accelerated step: under
+                                     1.1 / 0.9, so a probe cannot jump over
+                                     the band within 10% of a capacity */
 
 /* One repair or rejection found by agile_config_validate(). */
 struct agile_problem {
@@ -184,6 +225,10 @@ struct agile_resolved {
 	double recover_ramp;
 	int32_t backoff_ticks;
 	int32_t recover_ticks;
+	double delivered_share;    /* rule a; 0: off (so are b and c) */
+	double knee_ramp;          /* rule b; 0 or 1: off */
+	double probe_acceleration; /* rule c; 0 or 1: off */
+	double goodput_cut;        /* rule d; 0: off */
 };
 
 /*
@@ -326,6 +371,14 @@ struct agile_controller {
 	int32_t down_agree;    /* consecutive ticks voting down */
 	uint32_t last_action;  /* enum agile_action of the last step */
 	uint32_t pad;
+	double delivered;      /* answers per second the last tick saw; 0 when
+	                          unknown or the delivered rules are off */
+	double knee_rate;      /* delivered rate at the last deficit cut; 0
+	                          until one */
+	double answer_ratio;   /* answers per grant on healthy ticks (EWMA); the
+	                          delivered rules need it near 1; 0 unknown */
+	int32_t increase_streak; /* rule c's steps in a row from the knee on */
+	uint32_t cutting;      /* 1 from a cut until the rate next rises */
 };
 
 /* What the last control step did, for observability and tests. */
@@ -343,11 +396,15 @@ enum agile_action {
 };
 const char *agile_action_name(enum agile_action a);
 
-/* What one control step sees. */
+/* What one control step sees.  Zero answered and elapsed_s mean "not
+ * measured": the delivered-rate rules then stay out of the step. */
 struct agile_tick_input {
 	const struct agile_hist_snapshot *hist; /* the tick's samples */
 	uint64_t unreachable; /* calls classified unreachable this tick */
 	double used;          /* req/s granted, or peak in flight, this tick */
+	uint64_t answered;    /* calls answered this tick: samples other than
+	                         truncated ones */
+	double elapsed_s;     /* seconds the tick covered; 0: unknown */
 };
 
 void agile_controller_init(struct agile_controller *c,
@@ -408,6 +465,8 @@ struct agile_stats {
 	uint64_t blind_ticks;
 	enum agile_action last_action;
 	struct agile_totals totals;
+	double delivered;       /* answers/s the last tick saw (rate, knobs on) */
+	double knee_rate;       /* the learned knee; 0 until a deficit cut */
 };
 
 /* The part both limiters share: config, controller, histogram, tick clock. */
@@ -419,6 +478,8 @@ struct agile_loop {
 	int64_t last_tick_ns;       /* when the last step ran */
 	uint64_t unreachable_tick;  /* drained by subtraction at each step */
 	struct agile_totals totals;
+	uint64_t answered_tick;     /* answered (not truncated) samples, drained
+	                               like unreachable_tick */
 };
 
 /* Rate limiter: leaky bucket + controller. */

@@ -47,6 +47,7 @@ static const char *const preset_names[AGILE_PRESET_COUNT] = {
 	[AGILE_PRESET_BALANCED] = "balanced",
 	[AGILE_PRESET_LATENCY_FIRST] = "latency-first",
 	[AGILE_PRESET_THROUGHPUT_FIRST] = "throughput-first",
+	[AGILE_PRESET_SEED] = "seed",
 };
 
 static const char *const anchor_names[] = {
@@ -509,13 +510,19 @@ struct preset_row {
 	double target_inflation;
 	int backoff_ticks;
 	int recover_ticks;
+	double delivered_share;
+	double knee_ramp;
+	double probe_acceleration;
+	double goodput_cut;
 };
 
 /*
  * The preset table.  PRESET_NONE is the recommendation and depends on the
  * SLO: with one it is latency-first plus the ratio guard (its two-tick
- * hysteresis comes from the SLO anchor default below); without one it is
- * exactly balanced.
+ * hysteresis comes from the SLO anchor default below) plus the three rules
+ * the scenario matrix justified (bench/RESULTS.md); without one it is
+ * exactly balanced.  PRESET_SEED is PRESET_NONE as the seed ran it, before
+ * those three rules, so the seed's law stays reproducible by name.
  */
 static struct preset_row preset_row(enum agile_preset preset, bool have_slo)
 {
@@ -523,9 +530,16 @@ static struct preset_row preset_row(enum agile_preset preset, bool have_slo)
 
 	switch (preset) {
 	case AGILE_PRESET_NONE:
+	case AGILE_PRESET_SEED:
 		if (have_slo) {
 			row.anchor = AGILE_ANCHOR_SLO;
 			row.tail_tolerance = AGILE_DEFAULT_TAIL_TOLERANCE_SLO;
+			if (preset == AGILE_PRESET_SEED)
+				break;
+			row.delivered_share = AGILE_DEFAULT_DELIVERED_SHARE;
+			row.knee_ramp = AGILE_DEFAULT_KNEE_RAMP;
+			row.probe_acceleration = AGILE_DEFAULT_PROBE_ACCELERATION;
+			row.goodput_cut = AGILE_DEFAULT_GOODPUT_CUT;
 			break;
 		}
 		/* fall through */
@@ -687,6 +701,55 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 	}
 	r->recover_ramp = real_field(rep, "recover_ramp", c->recover_ramp,
 	                             "the recover ramp stays off");
+	r->delivered_share = real_field(rep, "delivered_share",
+	                                c->delivered_share, "the preset decides");
+	if (r->delivered_share > 1) {
+		char shown[SHORT_TEXT];
+
+		format_number(shown, r->delivered_share);
+		problem(rep, "delivered_share",
+		        "delivered_share (%s) must be at most 1: a cut to more than "
+		        "the downstream delivered keeps the queue growing; the "
+		        "preset would decide instead.", shown);
+		r->delivered_share = 0;
+	}
+	r->knee_ramp = real_field(rep, "knee_ramp", c->knee_ramp,
+	                          "the preset decides");
+	if (r->knee_ramp > 0 && r->knee_ramp < 1) {
+		char shown[SHORT_TEXT];
+
+		format_number(shown, r->knee_ramp);
+		problem(rep, "knee_ramp",
+		        "knee_ramp (%s) must be at least 1: below 1 the climb back "
+		        "to the knee would shrink the rate; it would be raised to "
+		        "1, which turns the ramp off.", shown);
+		r->knee_ramp = 1;
+	}
+	r->probe_acceleration = real_field(rep, "probe_acceleration",
+	                                   c->probe_acceleration,
+	                                   "the preset decides");
+	if (r->probe_acceleration > 0 && r->probe_acceleration < 1) {
+		char shown[SHORT_TEXT];
+
+		format_number(shown, r->probe_acceleration);
+		problem(rep, "probe_acceleration",
+		        "probe_acceleration (%s) must be at least 1: below 1 each "
+		        "increase in a row would be smaller than the last; it "
+		        "would be raised to 1, plain additive increase.", shown);
+		r->probe_acceleration = 1;
+	}
+	r->goodput_cut = real_field(rep, "goodput_cut", c->goodput_cut,
+	                            "the preset decides");
+	if (r->goodput_cut > 1) {
+		char shown[SHORT_TEXT];
+
+		format_number(shown, r->goodput_cut);
+		problem(rep, "goodput_cut",
+		        "goodput_cut (%s) must be at most 1: above it the cut could "
+		        "keep more than the answers that met the target; the "
+		        "preset would decide instead.", shown);
+		r->goodput_cut = 0;
+	}
 
 	/* Pass 3: the preset fills what is still unset, then the anchor is
 	 * checked against the SLO it needs. */
@@ -702,6 +765,14 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		r->backoff_ticks = row.backoff_ticks;
 	if (r->recover_ticks == 0)
 		r->recover_ticks = row.recover_ticks;
+	if (r->delivered_share == 0)
+		r->delivered_share = row.delivered_share;
+	if (r->knee_ramp == 0)
+		r->knee_ramp = row.knee_ramp;
+	if (r->probe_acceleration == 0)
+		r->probe_acceleration = row.probe_acceleration;
+	if (r->goodput_cut == 0)
+		r->goodput_cut = row.goodput_cut;
 
 	if (anchor == AGILE_ANCHOR_SLO && slo == 0) {
 		if (anchor_from_preset)
@@ -725,7 +796,8 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		r->recover_ticks = anchor == AGILE_ANCHOR_SLO ? 2 : 1;
 
 	/* Pass 4: plain defaults.  recover_ramp and tail_tolerance stay 0, which
-	 * means "off" and "quantile guard". */
+	 * means "off" and "quantile guard", and so do the three matrix rules
+	 * when the preset left them unset. */
 	r->tail_factor = or_default(r->tail_factor, AGILE_DEFAULT_TAIL_FACTOR);
 	r->target_inflation = or_default(r->target_inflation,
 	                                 AGILE_DEFAULT_TARGET_INFLATION);
@@ -987,6 +1059,10 @@ static void listing_all(struct listing *l, const struct agile_resolved *r)
 	listing_real(l, "slow_start_gain", r->slow_start_gain);
 	listing_real(l, "deadband", r->deadband);
 	listing_real(l, "recover_ramp", r->recover_ramp);
+	listing_real(l, "delivered_share", r->delivered_share);
+	listing_real(l, "knee_ramp", r->knee_ramp);
+	listing_real(l, "probe_acceleration", r->probe_acceleration);
+	listing_real(l, "goodput_cut", r->goodput_cut);
 	if (l->json)
 		text_printf(&l->t, "}");
 }

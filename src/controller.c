@@ -37,6 +37,45 @@
  *     falls with slow_down_half_life, and never rising more than
  *     max_baseline_rise per tick, so a sustained overload cannot drag the
  *     window up after it.
+ *
+ * Four rules refine steps 4-7 when their knobs are on: preset none with an
+ * SLO turns them on, preset seed is the law above alone.  Each answers a
+ * failure the scenario matrix measured in the seed's law, and its ablation
+ * row there shows what the default loses without it (bench/RESULTS.md).
+ *
+ *  a. Delivered rate (delivered_share; rate limiters only, and only when the
+ *     caller measured the tick).  The tick's answers per second say what the
+ *     downstream actually delivered.  When they lag the grants by more than
+ *     AGILE_DEFICIT_SHARE of them plus two answers, a queue is growing: the
+ *     tick cuts at once, whatever the latency and the hysteresis say yet, to
+ *     at most delivered_share x delivered minus the excess it sent, so the
+ *     next tick also pays the backlog back.  When the answers exceed the
+ *     grants by as much, an earlier backlog is draining and the last cut is
+ *     already working: neither the proportional step nor the tail guard
+ *     cuts again on that backlog's latency.  The knee is what the
+ *     downstream delivered when trouble began: at a deficit cut, or at the
+ *     first cut since the rate last rose, raised by what a draining tick
+ *     delivers (the downstream then works flat out).  A fixed fraction
+ *     cannot learn this: after a drop from 150 to 40 req/s, three 30% steps
+ *     still leave 51 req/s.
+ *  b. Knee ramp (knee_ramp).  Below delivered_share x knee a healthy tick
+ *     multiplies the rate by knee_ramp, capped there, without waiting for
+ *     the agreement of step 4: the downstream delivered that much already.
+ *     The cap is what the seed's recover_ramp lacks, and why it overshoots.
+ *  c. Probing at the knee (probe_acceleration).  From delivered_share x knee
+ *     up (anywhere before a knee is known), a healthy tick steps up only
+ *     while its p50 sits at or below the baseline, nothing queueing, and
+ *     holds otherwise; each such step in a
+ *     row is probe_acceleration times the last, from up_step up to
+ *     AGILE_PROBE_MAX_STEP, so capacity that came back is found in a
+ *     handful of ticks, while a rate at its knee stays there instead of
+ *     walking into the queue at up_step a tick.
+ *  d. Goodput cut (goodput_cut).  The guard's cut is sized by the tick's own
+ *     answers: a tick whose own share past the tail target is within the
+ *     tolerance does not cut on the smoothing's memory, and a second cut in
+ *     a row keeps at most goodput_cut x the share of answers inside the
+ *     target, so a downstream that answers nothing inside the SLO falls to
+ *     the floor in two ticks rather than in 30% steps.
  */
 #include <math.h>
 #include <string.h>
@@ -184,6 +223,11 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	c->up_agree = n->up_agree;
 	c->down_agree = n->down_agree;
 	agile__store_u32(&c->last_action, n->last_action);
+	agile__store_double(&c->delivered, n->delivered);
+	agile__store_double(&c->knee_rate, n->knee_rate);
+	c->increase_streak = n->increase_streak;
+	c->cutting = n->cutting;
+	agile__store_double(&c->answer_ratio, n->answer_ratio);
 	/* probe_mode is only ever set here; the hot path clears it when an
 	 * observed sample arrives, and that clear must not be overwritten. */
 	if (n->probe_mode)
@@ -193,6 +237,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 static double outage_step(struct agile_controller *n,
                           const struct agile_resolved *r)
 {
+	n->increase_streak = 0;
 	double window = window_for(n->baseline_ns, r);
 	double tail = agile_controller_tail_ns(r);
 	double anchor = window > tail ? window : tail;
@@ -241,6 +286,24 @@ double agile_controller_step(struct agile_controller *c,
 	if (in->unreachable > 0)
 		n.probe_mode = 1;
 
+	/* Rule a's measurement: what the downstream delivered, and whether it
+	 * fell short of what was granted (a queue growing).  Answers stand for
+	 * grants only while healthy ticks have shown the two pair up: a caller
+	 * granting connections that carry many requests, or none, would
+	 * otherwise read as a queue draining, or growing, forever. */
+	bool measured = r->delivered_share > 0 && r->kind == AGILE_KIND_RATE &&
+	                in->elapsed_s > 0;
+	double delivered = measured ? (double)in->answered / in->elapsed_s : 0;
+	bool delivered_known = measured &&
+	                       n.answer_ratio >= AGILE_ANSWER_RATIO_LOW &&
+	                       n.answer_ratio <= AGILE_ANSWER_RATIO_HIGH;
+	/* Two answers of slack keep a quiet tick's rounding from reading as
+	 * a deficit. */
+	double slack = delivered_known ?
+	               AGILE_DEFICIT_SHARE * in->used + 2 / in->elapsed_s : 0;
+	bool deficit = delivered_known && in->used - delivered > slack;
+	n.delivered = delivered;
+
 	if (in->unreachable > 0 &&
 	    in->unreachable >= (uint64_t)AGILE_OUTAGE_RATIO * observed) {
 		n.blind_ticks = observed ? 0 : n.blind_ticks + 1;
@@ -285,16 +348,33 @@ double agile_controller_step(struct agile_controller *c,
 		n.down_agree = 0;
 	}
 
+	/* Rule a: a growing queue (a deficit) acts now, whatever the latency
+	 * and the hysteresis say yet; a shrinking one (more answers than
+	 * grants: an earlier tick's backlog draining) means the last cut is
+	 * already working, and neither the proportional step nor the guard
+	 * cuts again on the backlog's latency. */
+	bool draining = delivered_known && delivered - in->used > slack;
+	/* Rule b: below the knee the climb back needs no agreement. */
+	double knee_cap = delivered_known ? r->delivered_share * n.knee_rate : 0;
+	bool below_knee = r->knee_ramp > 1 && knee_cap > 0 && rate < knee_cap;
+	/* Rule c: from delivered_share x knee up (everywhere while no knee is
+	 * known), a step is taken only while the p50 sits at or below the
+	 * baseline, nothing queueing: then the knee is stale, or still to be
+	 * found, and each step in a row doubles. */
+	bool at_knee = r->probe_acceleration > 1 && delivered_known &&
+	               rate >= knee_cap;
+
 	next = rate;
 	n.last_action = AGILE_ACTION_HOLD;
-	if (congested && n.down_agree >= r->backoff_ticks) {
+	if (congested && (n.down_agree >= r->backoff_ticks || deficit) &&
+	    !draining) {
 		double cut = r->gain * (p50 - window) / window;
 		if (cut > r->down_step)
 			cut = r->down_step;
 		next = rate * (1.0 - cut);
 		n.cold_start = 0;
 		n.last_action = AGILE_ACTION_DECREASE;
-	} else if (healthy && n.up_agree >= r->recover_ticks) {
+	} else if (healthy && (n.up_agree >= r->recover_ticks || below_knee)) {
 		if (in->used < rate / 2) {
 			/* Raising a rate nobody uses only grows a promise that
 			 * has never been tested against the downstream. */
@@ -303,19 +383,93 @@ double agile_controller_step(struct agile_controller *c,
 		           (r->recover_ramp > 0 && p50 <= r->recover_ramp * window)) {
 			next = rate * r->slow_start_gain;
 			n.last_action = AGILE_ACTION_MULTIPLY;
+		} else if (below_knee) {
+			next = rate * r->knee_ramp;
+			if (next > knee_cap)
+				next = knee_cap;
+			n.last_action = AGILE_ACTION_MULTIPLY;
 		} else {
-			next = rate * (1.0 + r->up_step);
-			n.last_action = AGILE_ACTION_INCREASE;
+			double step = r->up_step;
+			if (at_knee && p50 <= n.baseline_ns) {
+				double most = r->up_step > AGILE_PROBE_MAX_STEP ?
+				              r->up_step : AGILE_PROBE_MAX_STEP;
+				step *= pow(r->probe_acceleration, n.increase_streak);
+				if (step > most)
+					step = most;
+			} else if (at_knee) {
+				step = 0;
+			}
+			next = rate * (1.0 + step);
+			n.last_action = step > 0 ? AGILE_ACTION_INCREASE
+			                         : AGILE_ACTION_HOLD;
 		}
 	}
 
-	if (tail_guard_fires(&n, r, h, p99)) {
+	bool tail = tail_guard_fires(&n, r, h, p99) && !draining;
+	double inside = 1;
+	if (tail && r->goodput_cut > 0) {
+		/* Rule d: the tick's own share of answers inside the target;
+		 * at or past the tolerance's complement only the smoothing's
+		 * memory fired the guard, and a clean tick does not cut. */
+		inside = 1 - (double)agile_hist_count_above(
+			h, (int64_t)agile_controller_tail_ns(r)) / (double)observed;
+		if (1 - inside <= r->tail_tolerance)
+			tail = false;
+	}
+	if (tail) {
 		double full = rate * (1.0 - r->down_step);
 		if (next > full)
 			next = full;
+		/* Rule d: a second cut in a row keeps no more of the rate than
+		 * the share of answers that met the target. */
+		if (r->goodput_cut > 0 && n.cutting &&
+		    next > r->goodput_cut * inside * rate)
+			next = r->goodput_cut * inside * rate;
 		n.up_agree = 0;
 		n.cold_start = 0;
 		n.last_action = AGILE_ACTION_TAIL;
+	}
+
+	if (deficit) {
+		/* Rule a's cut: under what was delivered, less the excess the
+		 * tick sent, which the next tick pays back. */
+		double cap = r->delivered_share * delivered - (in->used - delivered);
+		if (next > cap)
+			next = cap;
+		n.up_agree = 0;
+		n.cold_start = 0;
+		if (n.last_action != AGILE_ACTION_TAIL)
+			n.last_action = AGILE_ACTION_DECREASE;
+	}
+	/* The knee: what the downstream delivered when trouble began, that
+	 * is at a deficit cut or at the first cut since the rate last rose. */
+	bool cut_now = n.last_action == AGILE_ACTION_DECREASE ||
+	               n.last_action == AGILE_ACTION_TAIL;
+	if (delivered_known && cut_now && (deficit || !n.cutting))
+		n.knee_rate = delivered;
+	/* While a cut's backlog drains the downstream works flat out, so what
+	 * it delivers then is the better measure of its capacity: the tick
+	 * that cut saw answers lag by the queue it was building. */
+	if (draining && n.cutting && delivered > n.knee_rate)
+		n.knee_rate = delivered;
+	if (cut_now)
+		n.cutting = 1;
+	else if (n.last_action == AGILE_ACTION_INCREASE ||
+	         n.last_action == AGILE_ACTION_MULTIPLY)
+		n.cutting = 0;
+	/* Rule c's series: increases in a row from the knee on. */
+	if (n.last_action == AGILE_ACTION_INCREASE && at_knee)
+		n.increase_streak++;
+	else
+		n.increase_streak = 0;
+
+	/* Rule a's calibration, from healthy ticks only: a congested one's
+	 * answers lag by its queue, which is what the rule is there to see. */
+	if (measured && healthy && in->used > 0) {
+		double ratio = delivered / in->used;
+		n.answer_ratio = n.answer_ratio > 0 ?
+			n.answer_ratio + AGILE_ANSWER_RATIO_WEIGHT *
+			                 (ratio - n.answer_ratio) : ratio;
 	}
 
 	n.rate = clamp(next, floor, max);

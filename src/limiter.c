@@ -40,6 +40,9 @@ static void loop_observe(struct agile_loop *loop, int64_t rtt_ns)
 {
 	agile_hist_record(&loop->hist, rtt_ns);
 	agile__add_u64(&loop->totals.samples, 1);
+	/* What the downstream delivered: an answer, unlike a truncated call,
+	 * which only says how long the caller waited. */
+	agile__add_u64(&loop->answered_tick, 1);
 	/* An answered call proves the downstream is back: the floor returns
 	 * from the probe rate.  Check first so the common case only reads. */
 	if (agile__load_u32(&loop->ctl.probe_mode))
@@ -105,9 +108,11 @@ static bool loop_claim_tick(struct agile_loop *loop, int64_t now_ns)
 	                      now_ns + loop->config.tick_ns);
 }
 
-/* Drain the tick's samples and unreachable count, run the law, and return
- * the new target.  `used` is what the actuator saw since the last step. */
-static double loop_step(struct agile_loop *loop, int64_t now_ns, double used)
+/* Drain the tick's samples, unreachable and answered counts, run the law,
+ * and return the new target.  `used` is what the actuator saw since the
+ * last step, which was `elapsed_s` ago. */
+static double loop_step(struct agile_loop *loop, int64_t now_ns, double used,
+                        double elapsed_s)
 {
 	struct agile_hist_snapshot snap;
 	struct agile_tick_input in;
@@ -115,9 +120,13 @@ static double loop_step(struct agile_loop *loop, int64_t now_ns, double used)
 	agile_hist_drain(&loop->hist, &snap);
 	uint64_t unreachable = agile__load_u64(&loop->unreachable_tick);
 	agile__sub_u64(&loop->unreachable_tick, unreachable);
+	uint64_t answered = agile__load_u64(&loop->answered_tick);
+	agile__sub_u64(&loop->answered_tick, answered);
 	in.hist = &snap;
 	in.unreachable = unreachable;
 	in.used = used;
+	in.answered = answered;
+	in.elapsed_s = elapsed_s;
 	double rate = agile_controller_step(&loop->ctl, &loop->config, &in);
 	agile__store_i64(&loop->last_tick_ns, now_ns);
 	return rate;
@@ -151,6 +160,8 @@ static void loop_stats(const struct agile_loop *loop, struct agile_stats *out)
 	out->totals.aborted = agile__load_u64(&loop->totals.aborted);
 	out->totals.grants = agile__load_u64(&loop->totals.grants);
 	out->totals.refused = agile__load_u64(&loop->totals.refused);
+	out->delivered = agile__load_double(&c->delivered);
+	out->knee_rate = agile__load_double(&c->knee_rate);
 }
 
 /* Elapsed seconds between two ticks, never zero (a step forced twice at
@@ -244,11 +255,11 @@ int agile_rate_do(struct agile_rate_limiter *l, const struct agile_hooks *hooks,
 void agile_rate_tick(struct agile_rate_limiter *l, int64_t now_ns)
 {
 	uint64_t grants = agile__load_u64(&l->loop.totals.grants);
-	double used = (double)(grants - l->grants_at_tick) /
-	              elapsed_s(agile__load_i64(&l->loop.last_tick_ns), now_ns);
+	double elapsed = elapsed_s(agile__load_i64(&l->loop.last_tick_ns), now_ns);
+	double used = (double)(grants - l->grants_at_tick) / elapsed;
 
 	l->grants_at_tick = grants;
-	double rate = loop_step(&l->loop, now_ns, used);
+	double rate = loop_step(&l->loop, now_ns, used, elapsed);
 	agile_bucket_set_rate(&l->bucket, rate);
 }
 
@@ -371,7 +382,9 @@ void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns)
 	 * next tick starts from what is in flight now. */
 	uint64_t peak = agile__load_u64(&l->peak_in_flight);
 	agile__store_u64(&l->peak_in_flight, agile__load_u64(&l->in_flight));
-	double rate = loop_step(&l->loop, now_ns, (double)peak);
+	double rate = loop_step(&l->loop, now_ns, (double)peak,
+	                        elapsed_s(agile__load_i64(&l->loop.last_tick_ns),
+	                                  now_ns));
 	agile__store_u64(&l->limit, limit_for(rate));
 }
 

@@ -104,6 +104,11 @@ START_TEST(config_default_gains)
 	ck_assert_double_eq(r.deadband, 0.1);
 	ck_assert_double_eq(r.max_baseline_rise, 0.002);
 	ck_assert_double_eq(r.recover_ramp, 0.0);
+	/* The matrix rules are preset none's with an SLO only. */
+	ck_assert_double_eq(r.delivered_share, 0.0);
+	ck_assert_double_eq(r.knee_ramp, 0.0);
+	ck_assert_double_eq(r.probe_acceleration, 0.0);
+	ck_assert_double_eq(r.goodput_cut, 0.0);
 }
 END_TEST
 
@@ -151,6 +156,82 @@ START_TEST(config_preset_none_with_slo)
 	ck_assert_int_eq(r.recover_ticks, 2);
 	ck_assert_double_eq(r.target_inflation, 1.0);
 	ck_assert_int_eq(r.slo_ns, SLO_200MS);
+	ck_assert_double_eq(r.delivered_share, AGILE_DEFAULT_DELIVERED_SHARE);
+	ck_assert_double_eq(r.delivered_share, 0.92);
+	ck_assert_double_eq(r.knee_ramp, AGILE_DEFAULT_KNEE_RAMP);
+	ck_assert_double_eq(r.knee_ramp, 2.0);
+	ck_assert_double_eq(r.probe_acceleration,
+	                    AGILE_DEFAULT_PROBE_ACCELERATION);
+	ck_assert_double_eq(r.probe_acceleration, 2.0);
+	ck_assert_double_eq(r.goodput_cut, AGILE_DEFAULT_GOODPUT_CUT);
+	ck_assert_double_eq(r.goodput_cut, 1.0);
+}
+END_TEST
+
+/*
+ * Preset seed is preset none as the seed ran it, before the matrix rules:
+ * with an SLO it resolves to what none resolves to with the four rules
+ * off; without one, to balanced, as none does.
+ */
+START_TEST(config_preset_seed_is_the_seeds_none)
+{
+	struct agile_config none = with_slo();
+	struct agile_config seed = with_slo();
+	struct agile_resolved a, b;
+
+	seed.preset = AGILE_PRESET_SEED;
+	a = resolve(&none);
+	b = resolve(&seed);
+	ck_assert_uint_eq(b.preset, AGILE_PRESET_SEED);
+	ck_assert_uint_eq(b.anchor, AGILE_ANCHOR_SLO);
+	ck_assert_double_eq(b.tail_tolerance, AGILE_DEFAULT_TAIL_TOLERANCE_SLO);
+	ck_assert_int_eq(b.backoff_ticks, 2);
+	ck_assert_int_eq(b.recover_ticks, 2);
+	ck_assert_double_eq(b.delivered_share, 0.0);
+	ck_assert_double_eq(b.knee_ramp, 0.0);
+	ck_assert_double_eq(b.probe_acceleration, 0.0);
+	ck_assert_double_eq(b.goodput_cut, 0.0);
+	a.preset = b.preset;
+	a.delivered_share = 0;
+	a.knee_ramp = 0;
+	a.probe_acceleration = 0;
+	a.goodput_cut = 0;
+	ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0);
+
+	none = minimal();
+	seed = minimal();
+	seed.preset = AGILE_PRESET_SEED;
+	a = resolve(&none);
+	b = resolve(&seed);
+	a.preset = b.preset;
+	ck_assert_int_eq(memcmp(&a, &b, sizeof a), 0);
+}
+END_TEST
+
+/* A rule set explicitly runs under any preset, the seed's included, and an
+ * explicit value wins over none's default. */
+START_TEST(config_matrix_rules_explicit)
+{
+	struct agile_config c = with_slo();
+	struct agile_resolved r;
+
+	c.preset = AGILE_PRESET_SEED;
+	c.delivered_share = 0.8;
+	c.knee_ramp = 3;
+	r = resolve(&c);
+	ck_assert_double_eq(r.delivered_share, 0.8);
+	ck_assert_double_eq(r.knee_ramp, 3.0);
+	ck_assert_double_eq(r.probe_acceleration, 0.0);
+	ck_assert_double_eq(r.goodput_cut, 0.0);
+
+	c = with_slo();
+	c.probe_acceleration = 1;
+	c.goodput_cut = 0.5;
+	r = resolve(&c);
+	ck_assert_double_eq(r.probe_acceleration, 1.0);
+	ck_assert_double_eq(r.goodput_cut, 0.5);
+	ck_assert_double_eq(r.delivered_share, 0.92);
+	ck_assert_uint_eq(agile_config_validate(&c, NULL, 0), 0);
 }
 END_TEST
 
@@ -640,6 +721,52 @@ START_TEST(config_repair_slow_start_gain_below_one)
 }
 END_TEST
 
+/* Each matrix rule's range: past it the value is repaired, and validate
+ * says how. */
+START_TEST(config_repair_matrix_rules)
+{
+	struct agile_config c = with_slo();
+	struct agile_resolved r;
+	struct agile_problem p;
+
+	c.delivered_share = 1.5;
+	r = resolve(&c);
+	ck_assert_double_eq(r.delivered_share, AGILE_DEFAULT_DELIVERED_SHARE);
+	p = problem_for(&c, 1, "delivered_share");
+	ck_assert_contains(p.message, "delivered_share (1.5) must be at most 1");
+
+	c = with_slo();
+	c.knee_ramp = 0.5;
+	r = resolve(&c);
+	ck_assert_double_eq(r.knee_ramp, 1.0);
+	p = problem_for(&c, 1, "knee_ramp");
+	ck_assert_contains(p.message, "knee_ramp (0.5) must be at least 1");
+
+	c = with_slo();
+	c.probe_acceleration = 0.25;
+	r = resolve(&c);
+	ck_assert_double_eq(r.probe_acceleration, 1.0);
+	p = problem_for(&c, 1, "probe_acceleration");
+	ck_assert_contains(p.message,
+	                   "probe_acceleration (0.25) must be at least 1");
+
+	c = with_slo();
+	c.goodput_cut = 2;
+	r = resolve(&c);
+	ck_assert_double_eq(r.goodput_cut, AGILE_DEFAULT_GOODPUT_CUT);
+	p = problem_for(&c, 1, "goodput_cut");
+	ck_assert_contains(p.message, "goodput_cut (2) must be at most 1");
+
+	c = with_slo();
+	c.delivered_share = -0.5;
+	c.goodput_cut = NAN;
+	r = resolve(&c);
+	ck_assert_double_eq(r.delivered_share, AGILE_DEFAULT_DELIVERED_SHARE);
+	ck_assert_double_eq(r.goodput_cut, AGILE_DEFAULT_GOODPUT_CUT);
+	ck_assert_uint_eq(agile_config_validate(&c, NULL, 0), 2);
+}
+END_TEST
+
 START_TEST(config_repair_tail_tolerance_one)
 {
 	struct agile_config c = with_slo();
@@ -902,7 +1029,7 @@ START_TEST(config_preset_names_round_trip)
 {
 	static const char *const names[] = { "none", "balanced",
 		                              "latency-first",
-		                              "throughput-first" };
+		                              "throughput-first", "seed" };
 
 	for (int i = 0; i < AGILE_PRESET_COUNT; i++) {
 		enum agile_preset p = AGILE_PRESET_COUNT;
@@ -1071,6 +1198,8 @@ START_TEST(config_format_lists_every_key)
 		"max_baseline_rise: 0.002\n", "target_inflation: 1\n",
 		"up_step: 0.05\n", "down_step: 0.3\n", "gain: 0.5\n",
 		"slow_start_gain: 2\n", "deadband: 0.1\n", "recover_ramp: 0\n",
+		"delivered_share: 0.92\n", "knee_ramp: 2\n",
+		"probe_acceleration: 2\n", "goodput_cut: 1\n",
 	};
 	struct agile_config c = with_slo();
 	struct agile_resolved r = resolve(&c);
@@ -1149,7 +1278,9 @@ START_TEST(config_json_exact)
 		"\"slow_down_half_life\":\"5s\","
 		"\"max_baseline_rise\":0.002,\"target_inflation\":1,"
 		"\"up_step\":0.05,\"down_step\":0.3,\"gain\":0.5,"
-		"\"slow_start_gain\":2,\"deadband\":0.1,\"recover_ramp\":0}";
+		"\"slow_start_gain\":2,\"deadband\":0.1,\"recover_ramp\":0,"
+		"\"delivered_share\":0.92,\"knee_ramp\":2,"
+		"\"probe_acceleration\":2,\"goodput_cut\":1}";
 	struct agile_config c = with_slo();
 	struct agile_resolved r = resolve(&c);
 	char buf[2048];
@@ -1280,8 +1411,8 @@ START_TEST(config_json_is_well_formed)
 		                               &r), 0);
 		ck_assert_uint_lt(agile_resolved_json(&r, buf, sizeof buf),
 		                  sizeof buf);
-		/* 27 listed fields, four durations carrying an extra _ns. */
-		ck_assert_int_eq(json_object_members(buf), 31);
+		/* 31 listed fields, four durations carrying an extra _ns. */
+		ck_assert_int_eq(json_object_members(buf), 35);
 	}
 	/* The checker itself rejects what it should. */
 	ck_assert_int_eq(json_object_members("{\"a\":1,}"), -1);
@@ -1300,7 +1431,7 @@ START_TEST(config_json_non_finite_is_null)
 	r.gain = NAN;
 	agile_resolved_json(&r, buf, sizeof buf);
 	ck_assert_contains(buf, "\"gain\":null");
-	ck_assert_int_eq(json_object_members(buf), 31);
+	ck_assert_int_eq(json_object_members(buf), 35);
 }
 END_TEST
 
@@ -1324,6 +1455,8 @@ Suite *config_suite(void)
 
 	tcase_add_test(presets, config_preset_none_with_slo);
 	tcase_add_test(presets, config_preset_none_without_slo_is_balanced);
+	tcase_add_test(presets, config_preset_seed_is_the_seeds_none);
+	tcase_add_test(presets, config_matrix_rules_explicit);
 	tcase_add_test(presets, config_preset_balanced_with_slo);
 	tcase_add_test(presets, config_preset_balanced_without_slo);
 	tcase_add_test(presets, config_preset_latency_first_with_slo);
@@ -1356,6 +1489,7 @@ Suite *config_suite(void)
 	tcase_add_test(repairs, config_repair_up_step_one);
 	tcase_add_test(repairs, config_repair_slow_start_gain_below_one);
 	tcase_add_test(repairs, config_repair_tail_tolerance_one);
+	tcase_add_test(repairs, config_repair_matrix_rules);
 	tcase_add_test(repairs, config_repair_negative_fields);
 	tcase_add_test(repairs, config_repair_non_finite_fields);
 	tcase_add_test(repairs, config_repair_unknown_enumerations);

@@ -523,6 +523,290 @@ START_TEST(controller_baseline_rise_follows_half_life_below_cap)
 }
 END_TEST
 
+/* --- the matrix rules (preset none with an SLO) ------------------------------ */
+
+/* One measured tick of one second: `used` grants per second and `answered`
+ * answers, the way the rate limiter reports them. */
+static double step_measured(struct agile_controller *c,
+                            const struct agile_resolved *r,
+                            const struct agile_hist_snapshot *h, double used,
+                            uint64_t answered)
+{
+	struct agile_tick_input in = {.hist = h, .used = used,
+	                              .answered = answered, .elapsed_s = 1.0};
+	return agile_controller_step(c, r, &in);
+}
+
+/* The default with a 100 ms SLO (window 80 ms, healthy up to 72 ms), or
+ * the seed's law with the same bounds. */
+static struct agile_config slo_config(enum agile_preset preset)
+{
+	struct agile_config cfg = {.preset = preset, .max_rate = 300,
+	                           .initial_rate = 140, .floor_rate = 5,
+	                           .slo_ns = 100 * MS};
+	return cfg;
+}
+
+/* A warm controller: past cold start, a 30 ms baseline, answers known to
+ * pair up with grants. */
+static void warm(struct agile_controller *c, const struct agile_resolved *r,
+                 double rate)
+{
+	agile_controller_init(c, r);
+	c->rate = rate;
+	c->cold_start = 0;
+	c->baseline_ns = 30 * MS;
+	c->answer_ratio = 1.0;
+}
+
+/*
+ * Rule a: the downstream delivers 40 answers while 140 grants went out,
+ * all of them slow.  The default cuts at once, before the two agreeing
+ * ticks the SLO anchor asks for, to 0.92 x 40 - 100 (the excess): below
+ * the floor of 5; the knee is 40.  The seed's law only has the tail
+ * guard's 30% for this tick.
+ */
+START_TEST(controller_delivered_deficit_cuts_at_once)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_resolved seed = resolved(slo_config(AGILE_PRESET_SEED));
+	struct agile_controller c;
+
+	warm(&c, &r, 140);
+	ck_assert_double_eq(step_measured(&c, &r, samples(40, 300 * MS), 140, 40),
+	                    5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq(c.knee_rate, 40);
+	ck_assert_double_eq(c.delivered, 40);
+
+	warm(&c, &seed, 140);
+	ck_assert_double_eq_tol(step_measured(&c, &seed, samples(40, 300 * MS),
+	                                      140, 40), 98, 1e-9);
+	ck_assert_double_eq(c.knee_rate, 0);
+	ck_assert_double_eq(c.delivered, 0);
+}
+END_TEST
+
+/* Rule a on a tick whose latency still looks healthy: 160 granted, 140
+ * answered in 30 ms.  The queue is growing: 0.92 x 140 - 20 = 108.8. */
+START_TEST(controller_delivered_deficit_on_a_healthy_tick)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 160);
+	c.up_agree = 2;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(140, 30 * MS),
+	                                      160, 140), 108.8, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
+	ck_assert_double_eq(c.knee_rate, 140);
+	/* Within the slack (4% plus two answers) it is an ordinary tick. */
+	warm(&c, &r, 100);
+	c.up_agree = 2;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(95, 25 * MS),
+	                                      100, 95), 105, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+}
+END_TEST
+
+/* Rule a while a backlog drains: 100 granted, 140 answered, slowly, after
+ * a cut.  The cut is already working: no second cut on the backlog's
+ * latency, and the knee rises to what the downstream delivered flat out.
+ * The seed's law cuts again (tail guard). */
+START_TEST(controller_delivered_draining_holds)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_resolved seed = resolved(slo_config(AGILE_PRESET_SEED));
+	struct agile_controller c;
+
+	warm(&c, &r, 100);
+	c.cutting = 1;
+	c.knee_rate = 120;
+	ck_assert_double_eq(step_measured(&c, &r, samples(140, 200 * MS), 100,
+	                                  140), 100);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_double_eq(c.knee_rate, 140);
+
+	warm(&c, &seed, 100);
+	ck_assert_double_eq_tol(step_measured(&c, &seed, samples(140, 200 * MS),
+	                                      100, 140), 70, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+}
+END_TEST
+
+/*
+ * Rule a trusts answers to stand for grants only once healthy ticks have
+ * shown them pair up: a caller granting connections that carry ten
+ * requests each answers ten times per grant, and one that never calibrated
+ * says nothing.  Neither gets a deficit cut.  A healthy tick calibrates:
+ * the first sets the ratio, later ones move it a quarter of the way.
+ */
+START_TEST(controller_delivered_needs_paired_answers)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 140);
+	c.answer_ratio = 10;
+	c.up_agree = 2;
+	step_measured(&c, &r, samples(40, 30 * MS), 140, 40);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+	ck_assert_double_eq(c.knee_rate, 0);
+
+	warm(&c, &r, 140);
+	c.answer_ratio = 0;
+	c.up_agree = 2;
+	step_measured(&c, &r, samples(40, 30 * MS), 140, 40);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+	ck_assert_double_eq(c.knee_rate, 0);
+
+	warm(&c, &r, 100);
+	c.answer_ratio = 0;
+	step_measured(&c, &r, samples(100, 30 * MS), 100, 100);
+	ck_assert_double_eq(c.answer_ratio, 1.0);
+	step_measured(&c, &r, samples(84, 30 * MS), 100, 84);
+	ck_assert_double_eq_tol(c.answer_ratio, 1.0 - 0.25 * 0.16, 1e-12);
+	/* A congested tick does not calibrate: its answers lag by design. */
+	double before = c.answer_ratio;
+	step_measured(&c, &r, samples(50, 90 * MS), 100, 50);
+	ck_assert_double_eq(c.answer_ratio, before);
+}
+END_TEST
+
+/* Rule b: below 0.92 x knee a healthy tick doubles, capped there, without
+ * the two agreeing ticks: 5, 10, 20, 36.8 for a knee of 40.  The seed's
+ * law waits for agreement, then adds 5%. */
+START_TEST(controller_knee_ramp_returns_without_agreement)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_resolved seed = resolved(slo_config(AGILE_PRESET_SEED));
+	struct agile_controller c;
+	const double expected[] = { 10, 20, 36.8 };
+
+	warm(&c, &r, 5);
+	c.knee_rate = 40;
+	for (int i = 0; i < 3; i++) {
+		double rate = c.rate;
+		ck_assert_double_eq_tol(step_measured(&c, &r, samples(10, 30 * MS),
+		                                      rate, (uint64_t)rate),
+		                        expected[i], 1e-9);
+		ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	}
+
+	warm(&c, &seed, 5);
+	c.knee_rate = 40;
+	ck_assert_double_eq(step_measured(&c, &seed, samples(5, 30 * MS), 5, 5),
+	                    5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_double_eq_tol(step_measured(&c, &seed, samples(5, 30 * MS), 5,
+	                                      5), 5.25, 1e-9);
+}
+END_TEST
+
+/*
+ * Rule c: at 0.92 x knee a healthy tick steps up only while its p50 sits at
+ * or below the baseline; then each step in a row doubles, 5%, 10%, and
+ * stops at 20%.  A tick above the baseline holds and restarts the
+ * series.
+ */
+START_TEST(controller_probe_at_knee)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+	const double steps[] = { 0.05, 0.10, 0.20, 0.20, 0.20 };
+
+	warm(&c, &r, 92);
+	c.knee_rate = 100;
+	c.up_agree = 2;
+	/* 35 ms over a 30 ms baseline: something queues; hold. */
+	ck_assert_double_eq(step_measured(&c, &r, samples(92, 35 * MS), 92, 92),
+	                    92);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	for (int i = 0; i < 5; i++) {
+		double rate = c.rate;
+		c.baseline_ns = 30 * MS;
+		ck_assert_double_eq_tol(step_measured(&c, &r, samples(100, 25 * MS),
+		                                      rate, (uint64_t)rate),
+		                        rate * (1 + steps[i]), 1e-9);
+		ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+		ck_assert_int_eq(c.increase_streak, i + 1);
+	}
+	c.baseline_ns = 30 * MS;
+	double rate = c.rate;
+	ck_assert_double_eq(step_measured(&c, &r, samples(100, 35 * MS), rate,
+	                                  (uint64_t)rate), rate);
+	ck_assert_int_eq(c.increase_streak, 0);
+	/* Before any knee is learned the whole range is probed that way. */
+	warm(&c, &r, 50);
+	c.up_agree = 2;
+	ck_assert_double_eq(step_measured(&c, &r, samples(50, 35 * MS), 50, 50),
+	                    50);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(50, 25 * MS), 50,
+	                                      50), 52.5, 1e-9);
+}
+END_TEST
+
+/*
+ * Rule d: every answer past the 100 ms target, no queue (all answered).
+ * The first guard cut is the full 30%; the second in a row keeps the share
+ * of answers inside the target, none, so the rate goes to the floor.  The
+ * seed's law keeps cutting 30%.  A clean tick right after does not cut on
+ * the smoothed ratio's memory, as the seed's law does.
+ */
+START_TEST(controller_goodput_cut)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_resolved seed = resolved(slo_config(AGILE_PRESET_SEED));
+	struct agile_controller c;
+
+	warm(&c, &r, 100);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(100, 150 * MS),
+	                                      100, 100), 70, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq(step_measured(&c, &r, samples(70, 150 * MS), 70, 70),
+	                    5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+
+	warm(&c, &seed, 100);
+	step_measured(&c, &seed, samples(100, 150 * MS), 100, 100);
+	ck_assert_double_eq_tol(step_measured(&c, &seed, samples(70, 150 * MS),
+	                                      70, 70), 49, 1e-9);
+
+	/* One bad tick, then a clean one: the smoothed share is 0.25, past
+	 * the 11.5% threshold of 100 samples, but the tick's own is 0, so
+	 * the tick is an ordinary healthy one: rule b takes the rate back to
+	 * 0.92 x the knee of 100 the first cut learned. */
+	warm(&c, &r, 100);
+	step_measured(&c, &r, samples(100, 150 * MS), 100, 100);
+	step_measured(&c, &r, samples(70, 30 * MS), 70, 70);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq_tol(c.rate, 92, 1e-9);
+
+	warm(&c, &seed, 100);
+	step_measured(&c, &seed, samples(100, 150 * MS), 100, 100);
+	step_measured(&c, &seed, samples(70, 30 * MS), 70, 70);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq_tol(c.rate, 49, 1e-9);
+}
+END_TEST
+
+/* The delivered rules need a rate: a concurrency limit is not comparable
+ * with answers per second. */
+START_TEST(controller_delivered_rules_rate_only)
+{
+	struct agile_config cfg = slo_config(AGILE_PRESET_NONE);
+	struct agile_resolved r;
+	struct agile_controller c;
+
+	ck_assert_int_eq(agile_resolve(&cfg, AGILE_KIND_CONCURRENCY, &r), 0);
+	warm(&c, &r, 140);
+	step_measured(&c, &r, samples(40, 300 * MS), 140, 40);
+	ck_assert_double_eq(c.knee_rate, 0);
+	ck_assert_double_eq(c.delivered, 0);
+	ck_assert_double_eq_tol(c.rate, 98, 1e-9);
+}
+END_TEST
+
 START_TEST(controller_action_names)
 {
 	ck_assert_str_eq(agile_action_name(AGILE_ACTION_OUTAGE), "outage");
@@ -565,6 +849,14 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_baseline_falls_with_down_half_life);
 	tcase_add_test(tc, controller_baseline_rise_follows_half_life_below_cap);
 	tcase_add_test(tc, controller_action_names);
+	tcase_add_test(tc, controller_delivered_deficit_cuts_at_once);
+	tcase_add_test(tc, controller_delivered_deficit_on_a_healthy_tick);
+	tcase_add_test(tc, controller_delivered_draining_holds);
+	tcase_add_test(tc, controller_delivered_needs_paired_answers);
+	tcase_add_test(tc, controller_knee_ramp_returns_without_agreement);
+	tcase_add_test(tc, controller_probe_at_knee);
+	tcase_add_test(tc, controller_goodput_cut);
+	tcase_add_test(tc, controller_delivered_rules_rate_only);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -623,6 +623,43 @@ START_TEST(limiter_rate_used_is_grants_per_second)
 }
 END_TEST
 
+/*
+ * What the downstream delivered, per second of the tick, is what the step
+ * sees as answered: observed calls, not truncated ones (a lower bound on a
+ * wait, not an answer), nor unreachable or aborted ones.  It is published
+ * when the delivered rules are on (preset none with an SLO).
+ */
+START_TEST(limiter_rate_delivered_counts_answers_per_second)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(800);
+
+	c.slo_ns = 100 * MS;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	take_n(&l, 30, 0);
+	observe_n(&l, 10, 20 * MS);
+	agile_rate_observe_truncated(&l, 300 * MS); /* recorded: past the SLO */
+	agile_rate_observe_truncated(&l, 50 * MS);  /* dropped */
+	agile_rate_unavailable(&l);
+	agile_rate_aborted(&l);
+	agile_rate_tick(&l, SEC);
+	ck_assert_uint_eq(rate_stats(&l).samples, 11);
+	ck_assert_double_eq_tol(rate_stats(&l).delivered, 10.0, 1e-9);
+
+	/* Over a two-second tick the same count is half the rate. */
+	observe_n(&l, 10, 20 * MS);
+	agile_rate_tick(&l, 3 * SEC);
+	ck_assert_double_eq_tol(rate_stats(&l).delivered, 5.0, 1e-9);
+
+	/* The seed's law does not measure it. */
+	c.preset = AGILE_PRESET_SEED;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	observe_n(&l, 10, 20 * MS);
+	agile_rate_tick(&l, SEC);
+	ck_assert_double_eq(rate_stats(&l).delivered, 0.0);
+}
+END_TEST
+
 START_TEST(limiter_rate_utilisation_gate_holds_unused_rate)
 {
 	struct agile_rate_limiter l;
@@ -937,6 +974,7 @@ Suite *limiter_suite(void)
 	tcase_add_test(rate, limiter_rate_tick_if_due_one_winner);
 	tcase_add_test(rate, limiter_rate_tick_if_due_idle_runs_one_step);
 	tcase_add_test(rate, limiter_rate_used_is_grants_per_second);
+	tcase_add_test(rate, limiter_rate_delivered_counts_answers_per_second);
 	tcase_add_test(rate, limiter_rate_utilisation_gate_holds_unused_rate);
 	tcase_add_test(rate, limiter_rate_ceiling_holds_in_the_bucket);
 	tcase_add_test(rate, limiter_rate_stats_populated);

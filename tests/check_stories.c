@@ -884,6 +884,151 @@ START_TEST(stories_recover_ramp_only_below_half_window)
 }
 END_TEST
 
+/* --- the matrix rules: preset none against the seed's law ------------------- */
+
+/* A downstream in a few lines: it answers at most `capacity` requests a
+ * tick; up to 80% of that in `fast_ns`, then slower as a queue forms (twice
+ * `fast_ns` at capacity), past it in `slow_ns`, and what it cannot answer
+ * stays unanswered this tick. */
+static double story_tick_capacity(struct story *s, int capacity,
+                                  int64_t fast_ns, int64_t slow_ns)
+{
+	int granted = story_take_tick(s);
+	int answered = granted < capacity ? granted : capacity;
+	double load = (double)granted / capacity;
+	int64_t latency = granted > capacity ? slow_ns :
+	                  load <= 0.8 ? fast_ns :
+	                  (int64_t)((double)fast_ns * (1 + 5 * (load - 0.8)));
+
+	story_observe(s, answered, latency);
+	return story_end_tick(s);
+}
+
+/* The matrix's bounds: a 300 req/s ceiling, a floor of 5, a 100 ms SLO,
+ * starting at 140. */
+static struct agile_config matrix_config(enum agile_preset preset)
+{
+	struct agile_config c = { 0 };
+
+	c.preset = preset;
+	c.max_rate = 300;
+	c.initial_rate = 140;
+	c.min_rate = 5;
+	c.slo_ns = 100 * MS;
+	return c;
+}
+
+/* Warm a limiter on a downstream of 150 req/s answering in 30 ms (300 ms
+ * past its capacity) until it has settled: 30 ticks. */
+static void story_warm_150(struct story *s, enum agile_preset preset)
+{
+	struct agile_config c = matrix_config(preset);
+
+	story_start(s, &c);
+	for (int i = 0; i < 30; i++)
+		story_tick_capacity(s, 150, 30 * MS, 300 * MS);
+}
+
+/*
+ * Rules a and b, the capacity drop.  Warm on 150 req/s, the default cruises
+ * at 0.92 x its knee of 150, 138 req/s, where its answers already slow
+ * (48 ms over a 43 ms baseline), so rule c holds it there.  Capacity falls
+ * to 40: the next tick grants 138 and gets 40 answers, and the default
+ * cuts at once to 0.92 x 40 - 98 (the excess), below the floor of 5,
+ * learns a knee of 40, and climbs back by doubling without waiting for
+ * agreement: 10, 20, then 36.8 (0.92 x 40).  The seed's law, which this
+ * story leaves oscillating around 87 req/s, walks down by 30% steps: 61,
+ * 43, 30, three ticks before it sends less than the downstream answers,
+ * and the queue it builds meanwhile is what the matrix's p99 pays for.
+ */
+START_TEST(stories_capacity_drop_learns_delivered_rate)
+{
+	struct story s;
+	int to_capacity = 0;
+
+	story_warm_150(&s, AGILE_PRESET_NONE);
+	ck_assert_double_ge(story_rate(&s), 135);
+	double rate = story_tick_capacity(&s, 40, 45 * MS, 400 * MS);
+	ck_assert_double_eq_tol(rate, 5.0, 1e-9);
+	ck_assert_double_eq_tol(story_stats(&s).knee_rate, 40.0, 1e-9);
+	const double ramp[] = { 10, 20, 36.8 };
+	for (int i = 0; i < 3; i++) {
+		ck_assert_double_eq_tol(story_tick_capacity(&s, 40, 45 * MS,
+		                                            400 * MS),
+		                        ramp[i], 1e-9);
+		ck_assert_int_eq(story_stats(&s).last_action,
+		                 AGILE_ACTION_MULTIPLY);
+	}
+
+	story_warm_150(&s, AGILE_PRESET_SEED);
+	while (story_rate(&s) >= 40 && to_capacity < MAX_STORY_TICKS) {
+		story_tick_capacity(&s, 40, 45 * MS, 400 * MS);
+		to_capacity++;
+	}
+	ck_assert_int_eq(to_capacity, 3);
+	ck_assert_double_eq(story_stats(&s).knee_rate, 0);
+}
+END_TEST
+
+/*
+ * Rule c, the capacity recovery: a limiter settled just under 40 req/s,
+ * its answers taking 73-79 ms, sees the capacity come back to 150 and its
+ * answers fall to 25 ms, under the baseline.  Each step in a row is twice
+ * the last, 5% up to 20%, and the rate passes 135 (within 10% of 150) in
+ * 10 ticks.  The seed's law adds 5% a tick: 28 ticks.
+ */
+START_TEST(stories_capacity_recovery_probes_past_the_knee)
+{
+	enum agile_preset presets[] = { AGILE_PRESET_NONE, AGILE_PRESET_SEED };
+	int expected[] = { 10, 28 };
+
+	for (int p = 0; p < 2; p++) {
+		struct agile_config c = matrix_config(presets[p]);
+		struct story s;
+		int ticks = 0;
+
+		c.initial_rate = 40;
+		story_start(&s, &c);
+		for (int i = 0; i < 40; i++)
+			story_tick_capacity(&s, 40, 45 * MS, 400 * MS);
+		ck_assert_double_le(story_rate(&s), 40);
+		while (story_rate(&s) < 135 && ticks < MAX_STORY_TICKS) {
+			story_tick_capacity(&s, 150, 25 * MS, 300 * MS);
+			ticks++;
+		}
+		ck_assert_int_eq(ticks, expected[p]);
+	}
+}
+END_TEST
+
+/*
+ * Rule d, an SLO that breaks: the downstream keeps up with everything but
+ * answers in 130 ms, past the 100 ms SLO.  The default's first guard cut
+ * is the full 30%; the second in a row keeps the share of answers inside
+ * the SLO, none, and the rate is on the floor of 5 after two ticks.  The
+ * seed's law takes 30% a tick: 9 ticks to the floor.
+ */
+START_TEST(stories_slo_break_falls_to_floor_in_two_ticks)
+{
+	enum agile_preset presets[] = { AGILE_PRESET_NONE, AGILE_PRESET_SEED };
+	int expected[] = { 2, 9 };
+
+	for (int p = 0; p < 2; p++) {
+		struct story s;
+		int ticks = 0;
+
+		story_warm_150(&s, presets[p]);
+		while (story_rate(&s) > 5.0 && ticks < MAX_STORY_TICKS) {
+			story_tick_capacity(&s, 1000, 130 * MS, 130 * MS);
+			ck_assert_int_eq(story_stats(&s).last_action,
+			                 AGILE_ACTION_TAIL);
+			ticks++;
+		}
+		ck_assert_int_eq(ticks, expected[p]);
+	}
+}
+END_TEST
+
 Suite *stories_suite(void)
 {
 	Suite *s = suite_create("stories");
@@ -908,6 +1053,9 @@ Suite *stories_suite(void)
 	tcase_add_test(tc, stories_recover_ramp_multiplies_near_baseline);
 	tcase_add_test(tc, stories_recovery_additive_by_default);
 	tcase_add_test(tc, stories_recover_ramp_only_below_half_window);
+	tcase_add_test(tc, stories_capacity_drop_learns_delivered_rate);
+	tcase_add_test(tc, stories_capacity_recovery_probes_past_the_knee);
+	tcase_add_test(tc, stories_slo_break_falls_to_floor_in_two_ticks);
 	suite_add_tcase(s, tc);
 	return s;
 }
