@@ -70,6 +70,8 @@ static int32_t *held_by(int32_t tid, bool create)
 {
 	uint32_t h = (uint32_t)tid * 2654435761U;
 
+	if (tid <= 0)
+		return NULL; /* a listener's permits belong to no thread */
 	for (uint32_t k = 0; k < THREADS_MAX; k++) {
 		uint32_t i = (h + k) % THREADS_MAX;
 		int32_t seen = __atomic_load_n(&thread_ids[i], __ATOMIC_ACQUIRE);

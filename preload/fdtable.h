@@ -60,8 +60,8 @@ enum agile_fd_request {
 #define AGILE_FD_INBOUND 0x8      /* a connection accepted on a listener
                                      (AGILE_LISTEN_): requests are read and
                                      responses written, nothing is paced */
-#define AGILE_FD_SHED_CHECKED 0x10 /* inbound: the first request was
-                                     classified (exclude=) */
+#define AGILE_FD_SHED_OPEN 0x10   /* inbound: a shed=cpu call awaits its
+                                     outcome */
 
 struct agile_fd {
 	uint8_t tracked;          /* 1: a matched stream socket */

@@ -55,6 +55,8 @@ static void bind_all(void)
 	BIND(fcntl64, "fcntl64");
 	BIND(getsockopt, "getsockopt");
 	BIND(fdopen, "fdopen");
+	BIND(accept, "accept");
+	BIND(accept4, "accept4");
 	BIND(getaddrinfo, "getaddrinfo");
 	BIND(gethostbyname, "gethostbyname");
 	/* A program without fcntl64 in its libc still calls fcntl. */

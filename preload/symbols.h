@@ -57,6 +57,8 @@ struct agile_libc {
 	int (*fcntl64)(int, int, ...);
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
 	FILE *(*fdopen)(int, const char *);
+	int (*accept)(int, struct sockaddr *, socklen_t *);   /* inbound.c */
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*getaddrinfo)(const char *, const char *, const struct addrinfo *,
 	                   struct addrinfo **);
 	struct hostent *(*gethostbyname)(const char *);

@@ -19,6 +19,7 @@
 #include "atomics.h"
 #include "clock.h"
 #include "destinations.h"
+#include "inbound.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -343,6 +344,10 @@ int64_t agile__track_before_send(struct agile_fd *t)
 	struct agile_state_slot *s;
 	int64_t now;
 
+	/* A connection a listener accepted is never paced (inbound.c). */
+	if (load8(&t->flags) & AGILE_FD_INBOUND)
+		return agile__now_ns();
+
 	/* This send may wait for a grant or start a request. */
 	if (request != AGILE_REQ_IN_FLIGHT && !still_tracked(t))
 		return -1;
@@ -383,6 +388,11 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 {
 	uint8_t request;
 
+	if (load8(&t->flags) & AGILE_FD_INBOUND) {
+		agile__inbound_after_send(t, result, data, data_len);
+		errno = error;
+		return;
+	}
 	if (result < 0) {
 		if (is_unreachable(error) &&
 		    load8(&t->phase) == AGILE_FD_CONNECTING) {
@@ -467,6 +477,11 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	struct agile_state_slot *s;
 	int64_t start, now, seen;
 
+	if (load8(&t->flags) & AGILE_FD_INBOUND) {
+		agile__inbound_after_recv(t, result, data, data_len);
+		errno = error;
+		return;
+	}
 	if (result < 0 && !is_unreachable(error) && error != ECONNRESET) {
 		errno = error;
 		return; /* EAGAIN, EINTR and the like: nothing to record */
@@ -557,7 +572,8 @@ void agile__track_shutdown(struct agile_fd *t, int how)
 
 	/* SHUT_WR after a request is how HTTP/1.0 clients and netcat say
 	 * "that was all": the response is still coming. */
-	if (how == SHUT_RD || how == SHUT_RDWR) {
+	if ((how == SHUT_RD || how == SHUT_RDWR) &&
+	    !(load8(&t->flags) & AGILE_FD_INBOUND)) {
 		agile__enter();
 		truncate_request(t);
 		agile__leave();
@@ -573,7 +589,10 @@ void agile__track_close(int fd, struct agile_fd *t)
 	/* An unwaited grant is simply spent: the connection was made (the
 	 * downstream saw it), and sleeping in close() would only stall the
 	 * program, e.g. when it drops the loser of a happy-eyeballs race. */
-	truncate_request(t);
+	if (load8(&t->flags) & AGILE_FD_INBOUND)
+		agile__inbound_close(t); /* a listener's connection */
+	else
+		truncate_request(t);
 	agile__resilience_close(t); /* its permit, its breaker call */
 	agile__fd_untrack(fd);
 	agile__leave();

@@ -38,6 +38,7 @@ struct reading {
 	uint64_t connect_retries, connect_timeouts;
 	uint64_t keys_held, key_refused, key_idle, key_capacity;
 	uint64_t accepted, shed, shed_cpu;
+	struct agile_stats core; /* the adaptive cap's controller */
 };
 
 static int64_t clock_ns(clockid_t id)
@@ -114,6 +115,7 @@ static void read_region(const struct agile_state_slot *s, struct reading *r)
 	r->accepted = u64(&z->accepted);
 	r->shed = u64(&z->shed);
 	r->shed_cpu = u64(&z->shed_cpu);
+	agile_conc_stats(&z->core, &r->core);
 }
 
 static double seconds(int64_t ns)
@@ -130,9 +132,11 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 	read_region(s, &r);
 	if (r.features & AGILE_FEATURE_INBOUND)
 		printf("  listener: accepted %llu  shed %llu (cpu %llu)  "
-		       "open %lld of %lld\n", ULL(r.accepted), ULL(r.shed),
+		       "open %lld of %lld  handling p50 %.1fms p99 %.1fms  "
+		       "samples %llu\n", ULL(r.accepted), ULL(r.shed),
 		       ULL(r.shed_cpu), (long long)r.conc_held,
-		       (long long)r.conc_limit);
+		       (long long)r.conc_limit, r.core.p50_ns / 1e6,
+		       r.core.p99_ns / 1e6, ULL(r.core.totals.samples));
 	else if (r.features & AGILE_FEATURE_CONCURRENCY)
 		printf("  concurrency %s: open %lld of %lld  admitted %llu  "
 		       "waited %llu  timeouts %llu  reclaimed %llu\n",
@@ -219,8 +223,13 @@ void agilestat_resilience_json(const struct agile_state_slot *s)
 		       ULL(r.key_capacity));
 	if (r.features & AGILE_FEATURE_INBOUND)
 		printf(",\"listener\":{\"accepted\":%llu,\"shed\":%llu"
-		       ",\"shed_cpu\":%llu}", ULL(r.accepted), ULL(r.shed),
-		       ULL(r.shed_cpu));
+		       ",\"shed_cpu\":%llu,\"limit\":%lld,\"open\":%lld"
+		       ",\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"samples_total\":%llu"
+		       ",\"action\":\"%s\"}", ULL(r.accepted), ULL(r.shed),
+		       ULL(r.shed_cpu), (long long)r.conc_limit,
+		       (long long)r.conc_held, r.core.p50_ns / 1e6,
+		       r.core.p99_ns / 1e6, ULL(r.core.totals.samples),
+		       agile_action_name(r.core.last_action));
 }
 
 /* One Prometheus family: the feature it belongs to and how to read it. */

@@ -1,0 +1,429 @@
+/*
+ * inbound.c - AGILE_LISTEN_<NAME>: protect a server program.
+ *
+ * A listener rule matches the local address of a listening socket.  Each
+ * connection the program accepts there asks, in order:
+ *
+ *   shed=cpu      libagile's CPU-aware shedder, fed this process's CPU use
+ *                 (below): refuses only when the CPU is hot and more
+ *                 connections are in flight than the server has shown it
+ *                 can finish within one response time;
+ *   the cap       a permit of the slot's table (concurrency_hook.c) below
+ *                 the adaptive limit that the core concurrency limiter sets
+ *                 from the handling times, with the rule's max, slo and
+ *                 other knobs.
+ *
+ * A connection refused by either is shed at once, before the program sees
+ * it: closed, or with shed_response=STATUS answered first with a minimal
+ * HTTP/1.1 response of that status (503 Service Unavailable, say) and a
+ * Retry-After header only when retry_after= is set — an invented one would
+ * tell clients something the operator never decided.  The accept hook then
+ * accepts the next connection, so the program's accept returns one it may
+ * serve (or EAGAIN on a non-blocking listener with none left).
+ *
+ * A shed connection is answered the moment it is accepted, usually before
+ * its request has arrived.  Closing it then would make the request, when it
+ * comes, draw a reset that can destroy the answer unread (ab sees nothing
+ * at all); so an answered connection lingers: its write side is shut, and
+ * it is closed 500 ms later, or when 256 others linger, by whichever
+ * accept comes next, its request read and dropped first.
+ *
+ * An admitted connection is tracked with AGILE_FD_INBOUND and is never
+ * paced.  Its requests are timed the other way round from a client's: the
+ * first read returning data starts a request, the first write after it ends
+ * it, and that handling time is the sample the limiter runs on.  With
+ * proto=http, a request to an exclude= path is no sample, and a 5xx written
+ * faster than the SLO (any 5xx without an SLO) is recorded as unreachable:
+ * a server failing fast is not a fast server.  A connection closed with a
+ * request unanswered is a truncated observation.
+ *
+ * The CPU reading.  Once per 100 ms at most, a process compares its CPU time
+ * (CLOCK_PROCESS_CPUTIME_ID) with the wall time since the last reading,
+ * over the CPUs it may use: the smaller of its affinity mask and its cgroup
+ * v2 quota (cpu.max of the cgroup named in /proc/self/cgroup), so a server
+ * limited to half a CPU reads 1000 when it uses half a CPU.  Each process
+ * reads its own use; the shedder they share sees the last one that
+ * admitted a connection.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomics.h"
+#include "clock.h"
+#include "destinations.h"
+#include "inbound.h"
+#include "log.h"
+#include "resilience_hook.h"
+#include "shlock.h"
+#include "symbols.h"
+
+#define CPU_PERIOD_NS (100 * AGILE_NS_PER_MS)
+#define LINGER_NS (500 * AGILE_NS_PER_MS)
+#define LINGER_MAX 256
+
+/* Answered shed connections waiting to be closed, oldest first in a ring;
+ * the lock is held for a few close calls at most, never while waiting. */
+static struct {
+	int fd;
+	int64_t since_ns;
+} lingering[LINGER_MAX];
+static unsigned int linger_first, linger_count;
+static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void drain_and_close(int fd)
+{
+	char buf[4096];
+
+	while (agile__libc.recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	agile__libc.close(fd);
+}
+
+/* Close the lingering connections that have waited long enough (all of
+ * them when `all`); then, when `fd` >= 0, add it. */
+static void linger(int fd, int64_t now)
+{
+	pthread_mutex_lock(&linger_lock);
+	while (linger_count > 0 &&
+	       (now - lingering[linger_first].since_ns >= LINGER_NS ||
+	        (fd >= 0 && linger_count == LINGER_MAX))) {
+		drain_and_close(lingering[linger_first].fd);
+		linger_first = (linger_first + 1) % LINGER_MAX;
+		linger_count--;
+	}
+	if (fd >= 0) {
+		unsigned int i = (linger_first + linger_count) % LINGER_MAX;
+
+		lingering[i].fd = fd;
+		lingering[i].since_ns = now;
+		linger_count++;
+	}
+	pthread_mutex_unlock(&linger_lock);
+}
+
+static int64_t cpus_milli;    /* thousandths of the CPUs this process may
+                                 use; 0 until read */
+static int64_t cpu_read_ns;   /* when the CPU was last read (claimed) */
+static int64_t cpu_time_ns;   /* the process's CPU time then */
+static int32_t cpu_permille;  /* the last reading */
+
+/* The cgroup v2 quota of this process in CPUs, or 0 when it has none. */
+static double cgroup_cpus(void)
+{
+	char line[512], path[600], buf[64];
+	double quota = 0, period = 0;
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int fd;
+	ssize_t n;
+
+	path[0] = '\0';
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strncmp(line, "0::", 3) == 0) {
+				line[strcspn(line, "\n")] = '\0';
+				snprintf(path, sizeof(path),
+				         "/sys/fs/cgroup%s/cpu.max", line + 3);
+			}
+		fclose(f);
+	}
+	fd = path[0] != '\0' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0)
+		fd = open("/sys/fs/cgroup/cpu.max", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* "max 100000" is no quota; "50000 100000" is half a CPU. */
+	if (sscanf(buf, "%lf %lf", &quota, &period) != 2 || period <= 0)
+		return 0;
+	return quota / period;
+}
+
+static double usable_cpus(void)
+{
+	int64_t milli = __atomic_load_n(&cpus_milli, __ATOMIC_ACQUIRE);
+	cpu_set_t set;
+	double cpus, quota;
+
+	if (milli > 0)
+		return (double)milli / 1000;
+	cpus = (double)sysconf(_SC_NPROCESSORS_ONLN);
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0 &&
+	    CPU_COUNT(&set) < cpus)
+		cpus = CPU_COUNT(&set);
+	quota = cgroup_cpus();
+	if (quota > 0 && quota < cpus)
+		cpus = quota;
+	if (cpus < 0.001)
+		cpus = 1;
+	__atomic_store_n(&cpus_milli, (int64_t)(cpus * 1000), __ATOMIC_RELEASE);
+	return cpus;
+}
+
+/* This process's CPU use in thousandths of what it may use. */
+static int32_t read_cpu(int64_t now)
+{
+	int64_t last = __atomic_load_n(&cpu_read_ns, __ATOMIC_ACQUIRE);
+	struct timespec ts;
+	int64_t cpu, before;
+	double use;
+
+	if (now - last < CPU_PERIOD_NS ||
+	    !__atomic_compare_exchange_n(&cpu_read_ns, &last, now, false,
+	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return __atomic_load_n(&cpu_permille, __ATOMIC_ACQUIRE);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	cpu = (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+	before = __atomic_exchange_n(&cpu_time_ns, cpu, __ATOMIC_ACQ_REL);
+	if (last == 0 || before == 0)
+		return 0; /* the first reading has nothing to compare with */
+	use = (double)(cpu - before) / ((double)(now - last) * usable_cpus());
+	use = use < 0 ? 0 : use > 1 ? 1 : use;
+	__atomic_store_n(&cpu_permille, (int32_t)(use * 1000), __ATOMIC_RELEASE);
+	return (int32_t)(use * 1000);
+}
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "Error";
+	}
+}
+
+/* Turn a connection away: answer it if asked to, then close it. */
+static void shed(int fd, const struct agile_resilience_config *c, int64_t now)
+{
+	if (c->shed_response == AGILE_SHED_HTTP) {
+		char head[256];
+		int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
+		                 "Content-Length: 0\r\nConnection: close\r\n",
+		                 (int)c->shed_status, reason(c->shed_status));
+
+		if (c->retry_after_ns > 0)
+			n += snprintf(head + n, sizeof(head) - (size_t)n,
+			              "Retry-After: %lld\r\n", (long long)
+			              ((c->retry_after_ns + AGILE_NS_PER_S - 1) /
+			               AGILE_NS_PER_S));
+		n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
+		(void)agile__libc.send(fd, head, (size_t)n,
+		                       MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* Say "that was all", and close later (see above). */
+		agile__libc.shutdown(fd, SHUT_WR);
+		linger(fd, now);
+		return;
+	}
+	agile__libc.close(fd);
+}
+
+int agile__inbound_accepted(int listen_fd, int fd)
+{
+	struct sockaddr_storage local;
+	socklen_t len = sizeof(local);
+	const struct agile_resilience_config *c;
+	struct agile_state_resilience *z;
+	struct agile_state_slot *s;
+	struct agile_fd *t;
+	struct stat st;
+	bool shed_open = false;
+	int saved = errno;
+	int32_t permit;
+	int64_t now;
+	int rule;
+
+	if (!agile__destinations_any_listen() ||
+	    getsockname(listen_fd, (struct sockaddr *)&local, &len) != 0 ||
+	    (rule = agile__destinations_match_listen((struct sockaddr *)&local,
+	                                             len)) < 0) {
+		errno = saved;
+		return 0;
+	}
+	agile__enter();
+	c = &agile__destinations_rule(rule)->resilience;
+	s = agile__destinations_slot(rule);
+	z = &s->resilience;
+	now = agile__now_ns();
+	agile__add_u64(&z->accepted, 1);
+	if (c->shed_cpu) {
+		struct agile_shedder_ticket ticket;
+		int32_t cpu = read_cpu(now);
+
+		agile__shlock(&z->shed_lock);
+		shed_open = agile_shedder_allow(&z->shedder, now, cpu, &ticket);
+		agile__shunlock(&z->shed_lock);
+		if (!shed_open) {
+			agile__add_u64(&z->shed, 1);
+			agile__add_u64(&z->shed_cpu, 1);
+			shed(fd, c, now);
+			agile__leave();
+			errno = saved;
+			return -1;
+		}
+	}
+	if (linger_count > 0)
+		linger(-1, now);
+	permit = agile__permit_try(z);
+	t = permit > 0 ? agile__fd_entry(fd) : NULL;
+	if (t == NULL) {
+		if (shed_open) {
+			struct agile_shedder_ticket ticket = { .open = 1 };
+
+			agile__shlock(&z->shed_lock);
+			agile_shedder_fail(&z->shedder, &ticket);
+			agile__shunlock(&z->shed_lock);
+		}
+		if (permit > 0) {
+			agile__permit_release(z, permit, 0);
+		} else {
+			agile__add_u64(&z->shed, 1);
+			shed(fd, c, now);
+			agile__leave();
+			errno = saved;
+			return -1;
+		}
+		agile__leave();
+		errno = saved;
+		return 0; /* no table: served, unprotected */
+	}
+	__atomic_store_n(&t->tracked, 0, __ATOMIC_RELEASE);
+	t->dest = rule;
+	t->phase = AGILE_FD_CONNECTED;
+	t->request = AGILE_REQ_FREE;
+	t->flags = AGILE_FD_INBOUND | (shed_open ? AGILE_FD_SHED_OPEN : 0);
+	t->grant_ns = 0;
+	t->request_start_ns = 0;
+	t->response_ns = 0;
+	t->permit = permit;
+	t->permit_tid = 0;
+	t->inode = fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0;
+	__atomic_store_n(&t->tracked, 1, __ATOMIC_RELEASE);
+	agile__add_u64(&s->connects, 1);
+	agile__leave();
+	errno = saved;
+	return 0;
+}
+
+void agile__inbound_after_recv(struct agile_fd *t, ssize_t result,
+                               const void *data, size_t len)
+{
+	uint8_t expected = AGILE_REQ_FREE;
+
+	if (result <= 0)
+		return; /* an end of file is settled at close */
+	if (!__atomic_compare_exchange_n(&t->request, &expected,
+	                                 AGILE_REQ_IN_FLIGHT, false,
+	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return; /* more of a request already started */
+	__atomic_store_n(&t->request_start_ns, agile__now_ns(),
+	                 __ATOMIC_RELEASE);
+	{
+		const struct agile_resilience_config *c =
+			&agile__destinations_rule(t->dest)->resilience;
+
+		if (c->http)
+			agile__http_request(t, c, data, len < (size_t)result
+			                                ? len : (size_t)result);
+	}
+}
+
+/* Settle the connection's shedder call: a pass with the handling time, or
+ * a failure. */
+static void settle_shedder(struct agile_fd *t, struct agile_state_resilience *z,
+                           bool pass, int64_t start, int64_t now)
+{
+	struct agile_shedder_ticket ticket = { .start_ns = start, .open = 1 };
+	uint8_t flags = __atomic_fetch_and(&t->flags,
+	                                   (uint8_t)~AGILE_FD_SHED_OPEN,
+	                                   __ATOMIC_ACQ_REL);
+
+	if (!(flags & AGILE_FD_SHED_OPEN))
+		return;
+	agile__shlock(&z->shed_lock);
+	if (pass)
+		agile_shedder_pass(&z->shedder, &ticket, now);
+	else
+		agile_shedder_fail(&z->shedder, &ticket);
+	agile__shunlock(&z->shed_lock);
+}
+
+void agile__inbound_after_send(struct agile_fd *t, ssize_t result,
+                               const void *data, size_t len)
+{
+	const struct agile_resilience_config *c;
+	struct agile_state_slot *s;
+	int64_t start, now, took;
+	uint8_t flags;
+	int status;
+
+	if (result <= 0 || __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
+	    AGILE_REQ_IN_FLIGHT)
+		return;
+	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);
+	if (start == 0)
+		return;
+	__atomic_store_n(&t->request, AGILE_REQ_FREE, __ATOMIC_RELEASE);
+	agile__enter();
+	c = &agile__destinations_rule(t->dest)->resilience;
+	s = agile__destinations_slot(t->dest);
+	now = agile__now_ns();
+	took = now - start;
+	flags = __atomic_fetch_and(&t->flags, (uint8_t)~AGILE_FD_EXCLUDED,
+	                           __ATOMIC_ACQ_REL);
+	status = c->http ? agile__http_status(data, len < (size_t)result
+	                                            ? len : (size_t)result)
+	                 : 0;
+	settle_shedder(t, &s->resilience, true, start, now);
+	if (flags & AGILE_FD_EXCLUDED) {
+		agile__add_u64(&s->resilience.http_excluded, 1);
+	} else if (status >= 500 &&
+	           (agile_conc_config(&s->resilience.core)->slo_ns <= 0 ||
+	            took < agile_conc_config(&s->resilience.core)->slo_ns)) {
+		/* A fast 5xx: the server failing fast, not a fast server. */
+		agile__add_u64(&s->resilience.http_5xx, 1);
+		agile__add_u64(&s->unreachable, 1);
+		agile__conc_outcome(&s->resilience, AGILE_OUTCOME_UNREACHABLE, 0,
+		                    now);
+	} else {
+		agile__conc_outcome(&s->resilience, AGILE_OUTCOME_ANSWERED, took,
+		                    now);
+	}
+	agile__leave();
+}
+
+void agile__inbound_close(struct agile_fd *t)
+{
+	struct agile_state_slot *s;
+	int64_t start, now;
+
+	agile__enter();
+	s = agile__destinations_slot(t->dest);
+	now = agile__now_ns();
+	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);
+	if (start != 0 && __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) ==
+	    AGILE_REQ_IN_FLIGHT) {
+		agile__add_u64(&s->truncated, 1);
+		agile__conc_outcome(&s->resilience, AGILE_OUTCOME_TRUNCATED,
+		                    now - start, now);
+	}
+	settle_shedder(t, &s->resilience, false, start, now);
+	agile__resilience_close(t); /* the permit */
+	agile__leave();
+}
