@@ -1,0 +1,87 @@
+#!/bin/sh
+# connect.sh - connect_timeout= and retry= on blocking connects.
+#
+# connect_timeout: a listener whose accept queue is full drops new SYNs, so
+# a connect to it hangs for the kernel's SYN retries (a minute or two).  A
+# Python client connecting with a plain blocking socket must get ETIMEDOUT
+# after connect_timeout=300ms instead.
+#
+# retry: a server that starts 0.5 s after the client's first connect.
+# Without retry= that connect is refused at once; with retry=6 the preload
+# retries the refused connect on the same socket after waits of about 100,
+# 200, 400 ms (the backoff preset, jittered within 20%) and the client's
+# single connect() succeeds once the server is up, 0.5 to 1.5 s later.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need python3
+
+# A listener with a full accept queue: prints its port, keeps it full.
+python3 - "$tmp/hole" <<'PY' &
+import os, socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(0)
+port = s.getsockname()[1]
+fill = []
+for i in range(3):
+    c = socket.socket()
+    c.setblocking(False)
+    try:
+        c.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    fill.append(c)
+time.sleep(0.2)
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write("%d\n" % port)
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(60)
+PY
+started $!
+i=0
+while [ ! -s "$tmp/hole" ]; do
+	i=$((i + 1))
+	[ "$i" -le 200 ] || fail "the black hole did not start"
+	sleep 0.05
+done
+hole=$(cat "$tmp/hole")
+
+cat >"$tmp/connect.py" <<'PY'
+import errno, socket, sys, time
+port = int(sys.argv[1])
+s = socket.socket()          # blocking, no timeout: a plain connect(2)
+t = time.monotonic()
+try:
+    s.connect(("127.0.0.1", port))
+    result = "connected"
+except OSError as e:
+    result = errno.errorcode.get(e.errno, str(e.errno))
+print("%s %.3f" % (result, time.monotonic() - t))
+PY
+
+export AGILE_DEST_HOLE="127.0.0.1:$hole max=100 connect_timeout=300ms"
+set -- $(preloaded python3 "$tmp/connect.py" "$hole")
+note "connect to a black hole with connect_timeout=300ms: $1 after $2 s"
+check "v[0] == 1" "the connect fails with ETIMEDOUT" "$([ "$1" = ETIMEDOUT ] && echo 1 || echo 0)"
+check "0.29 <= v[0] < 1" "after connect_timeout" "$2"
+check "v[0] == 1" "agilestat counts the timeout" "$(stat_json hole 'd["connect"]["timeouts"]')"
+
+port=$(closed_port)
+export AGILE_DEST_LATE="127.0.0.1:$port max=100"
+set -- $(preloaded python3 "$tmp/connect.py" "$port")
+note "without retry=: $1 after $2 s"
+check "v[0] == 1" "a refused connect fails at once" "$([ "$1" = ECONNREFUSED ] && echo 1 || echo 0)"
+
+export AGILE_DEST_LATE="127.0.0.1:$port max=100 retry=6"
+(sleep 0.5; exec python3 -c '
+import socket, sys, time
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen(8)
+time.sleep(10)' "$port") &
+started $!
+set -- $(preloaded python3 "$tmp/connect.py" "$port")
+note "with retry=6, the server up after 0.5 s: $1 after $2 s"
+check "v[0] == 1" "the retried connect succeeds" "$([ "$1" = connected ] && echo 1 || echo 0)"
+check "0.45 <= v[0] < 2" "once the server is up" "$2"
+check "v[0] >= 2" "agilestat counts the retries" "$(stat_json late 'd["connect"]["retries"]')"
