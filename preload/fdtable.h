@@ -80,6 +80,8 @@ struct agile_fd {
 	uint64_t inode;           /* the socket's inode (fstat st_ino): tells
 	                             it from a file or socket that reused the
 	                             number after a close the hooks did not see */
+	int32_t peer;             /* fd + 1 of the last descriptor this one was
+	                             duplicated from or to; 0 none */
 };
 
 extern struct agile_fd *agile__fd_table;

@@ -310,6 +310,7 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	t->request_start_ns = 0;
 	t->response_ns = 0;
 	t->inode = socket_inode(fd);
+	t->peer = 0;
 	__atomic_store_n(&t->grant_ns, agile_rate_take(&s->limiter, now),
 	                 __ATOMIC_RELEASE);
 	store8(&t->tracked, 1);
@@ -424,6 +425,36 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 	}
 }
 
+/*
+ * The entry whose request a read on `t` answers: `t` itself, or, when `t`
+ * has none in flight, the descriptor it was last duplicated from or to, if
+ * that one (the same socket) has.  A program may write its requests through
+ * one number and read the responses through a dup of it, as reader and
+ * writer stdio streams or threads do; without this, the request would stay
+ * in flight for ever and the next one would take no grant.
+ */
+static struct agile_fd *request_owner(struct agile_fd *t)
+{
+	int32_t peer = __atomic_load_n(&t->peer, __ATOMIC_RELAXED);
+	struct agile_fd *p;
+
+	if (load8(&t->request) == AGILE_REQ_IN_FLIGHT || peer == 0)
+		return t;
+	p = agile__fd_lookup(peer - 1);
+	if (p == NULL || p->inode != t->inode ||
+	    load8(&p->request) != AGILE_REQ_IN_FLIGHT)
+		return t;
+	return p;
+}
+
+/* The request state of a socket with no request and no grant: the next
+ * send takes a grant under pace=request, none under pace=connect. */
+static uint8_t answered_state(const struct agile_fd *t)
+{
+	return agile__destinations_pace(t->dest) == AGILE_PACE_REQUEST
+	       ? AGILE_REQ_NEEDS_GRANT : AGILE_REQ_FREE;
+}
+
 /* End the request in flight, if any: returns its start, or 0. */
 static int64_t claim_request(struct agile_fd *t)
 {
@@ -433,9 +464,7 @@ static int64_t claim_request(struct agile_fd *t)
 		return 0;
 	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);
 	if (start != 0)
-		store8(&t->request, agile__destinations_pace(t->dest) ==
-		                    AGILE_PACE_REQUEST ? AGILE_REQ_NEEDS_GRANT
-		                                       : AGILE_REQ_FREE);
+		store8(&t->request, answered_state(t));
 	return start;
 }
 
@@ -475,6 +504,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
                              size_t asked, const void *data, size_t data_len)
 {
 	struct agile_state_slot *s;
+	struct agile_fd *r;
 	int64_t start, now, seen;
 
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
@@ -488,8 +518,10 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	}
 	if (result == 0 && asked == 0)
 		return;
-	/* This read may end a request or classify a connect. */
-	if ((load8(&t->request) == AGILE_REQ_IN_FLIGHT ||
+	/* This read may end a request (its own or its duplicate's) or
+	 * classify a connect. */
+	r = request_owner(t);
+	if ((load8(&r->request) == AGILE_REQ_IN_FLIGHT ||
 	     load8(&t->phase) == AGILE_FD_CONNECTING) && !still_tracked(t)) {
 		errno = error;
 		return;
@@ -499,21 +531,21 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	if (result < 0 && is_unreachable(error) &&
 	    load8(&t->phase) == AGILE_FD_CONNECTING) {
 		connect_failed(t, s, error);
-	} else if ((start = claim_request(t)) != 0) {
+	} else if ((start = claim_request(r)) != 0) {
 		now = agile__now_ns();
-		seen = __atomic_exchange_n(&t->response_ns, 0, __ATOMIC_ACQ_REL);
+		seen = __atomic_exchange_n(&r->response_ns, 0, __ATOMIC_ACQ_REL);
 		if (seen != 0 && seen >= start && seen < now)
 			now = seen;
 		if (result > 0) {
 			store8(&t->phase, AGILE_FD_CONNECTED);
-			answered(t, s, now - start, now, data,
+			answered(r, s, now - start, now, data,
 			         data_len < (size_t)result ? data_len
 			                                   : (size_t)result);
 		} else {
 			/* End of file or reset before any response byte. */
 			agile_rate_observe_truncated(&s->limiter, now - start);
 			agile__add_u64(&s->truncated, 1);
-			agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED,
+			agile__resilience_outcome(r, s, AGILE_OUTCOME_TRUNCATED,
 			                          now - start, now);
 		}
 		agile__destinations_tick(s, now);
@@ -613,7 +645,11 @@ void agile__track_dup(int oldfd, int newfd)
 		/* The new descriptor takes the socket's pending grant and its
 		 * request in flight; the old one stays tracked (it is the same
 		 * socket) with neither, so the common hand-off "dup2(s, 1);
-		 * close(s)" neither loses the request nor truncates it. */
+		 * close(s)" neither loses the request nor truncates it, and a
+		 * request sent through the old one takes a grant of its own
+		 * (one unpaced request per dup otherwise).  Each
+		 * names the other as its peer, so a response read through one
+		 * ends a request sent through the other (see request_owner). */
 		store8(&to->tracked, 0);
 		to->dest = from->dest;
 		to->phase = load8(&from->phase);
@@ -631,11 +667,12 @@ void agile__track_dup(int oldfd, int newfd)
 		to->response_ns = __atomic_exchange_n(&from->response_ns, 0,
 		                                      __ATOMIC_ACQ_REL);
 		to->inode = from->inode;
+		to->peer = oldfd + 1;
+		__atomic_store_n(&from->peer, newfd + 1, __ATOMIC_RELAXED);
 		if (to->request == AGILE_REQ_IN_FLIGHT &&
 		    to->request_start_ns == 0)
-			to->request = AGILE_REQ_FREE;
-		if (load8(&from->request) == AGILE_REQ_IN_FLIGHT)
-			store8(&from->request, AGILE_REQ_FREE);
+			to->request = answered_state(to);
+		store8(&from->request, answered_state(from));
 		store8(&to->tracked, 1);
 	}
 	agile__leave();
