@@ -1,0 +1,83 @@
+#!/bin/sh
+# listen_cpu.sh - shed=cpu sheds a listener's connections only when the
+# server's CPU is hot and its work in flight exceeds what it has shown it
+# can finish.
+#
+# The listener's adaptive cap is pinned out of the way (floor = initial =
+# max = 1024), so only libagile's CPU-aware shedder can shed.  A Python
+# server pinned to one CPU burns 5 ms of CPU per request under ab -c 32: its
+# process uses all of the one CPU it may use (the preload counts the
+# affinity mask and the cgroup v2 cpu.max quota), and 32 requests in flight
+# exceed what it finishes in one response time, so connections are shed
+# (answered 503) by the CPU shedder.  The same ab against a server that
+# sleeps 20 ms per request instead keeps as many in flight but leaves the
+# CPU cool: nothing is shed.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need python3
+need ab
+need taskset
+[ "$(nproc)" -ge 2 ] || skip "needs two CPUs (the server and ab on their own)"
+
+cat >"$tmp/server.py" <<'PY'
+import http.server, os, socketserver, sys, threading, time
+port_file, burn = sys.argv[1], sys.argv[2] == "burn"
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    def do_GET(self):
+        if burn:
+            end = time.thread_time() + 0.005
+            while time.thread_time() < end:
+                pass
+        else:
+            time.sleep(0.02)
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+    def log_message(self, *args):
+        pass
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024
+server = Server(("127.0.0.1", 0), Handler)
+threading.Timer(60, lambda: os._exit(0)).start()
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % server.server_address[1])
+os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
+PY
+
+# run NAME burn|sleep: the server behind the listener rule NAME, under ab.
+run() {
+	rm -f "$tmp/port"
+	env "AGILE_LISTEN_$1=127.0.0.1:* max=1024 floor=1024 initial=1024 shed=cpu shed_response=503" \
+		LD_PRELOAD="$PRELOAD" taskset -c 1 python3 "$tmp/server.py" \
+		"$tmp/port" "$2" </dev/null >"$tmp/$1.server" 2>&1 &
+	pid=$!
+	started $pid
+	i=0
+	while [ ! -s "$tmp/port" ]; do
+		i=$((i + 1))
+		[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/$1.server")"
+		sleep 0.05
+	done
+	taskset -c 0 ab -q -r -s 10 -c 32 -t 4 -n 1000000 \
+		"http://127.0.0.1:$(cat "$tmp/port")/" >"$tmp/$1.ab" 2>&1 ||
+		fail "ab failed: $(tail -3 "$tmp/$1.ab")"
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+}
+
+run hot burn
+run cool sleep
+hot_cpu=$(stat_json hot 'd["listener"]["shed_cpu"]')
+hot_shed=$(stat_json hot 'd["listener"]["shed"]')
+cool_cpu=$(stat_json cool 'd["listener"]["shed_cpu"]')
+note "CPU-bound server: $hot_shed shed, $hot_cpu of them by the CPU shedder"
+note "sleeping server: $cool_cpu shed by the CPU shedder"
+check "v[0] > 0" "a hot, full server sheds" "$hot_cpu"
+check "v[0] == v[1]" "every shed was the CPU shedder's (the cap is out of the way)" \
+	"$hot_cpu" "$hot_shed"
+check "v[0] == 0" "a cool server sheds nothing, however much is in flight" "$cool_cpu"
+check "v[0] > 0" "ab got the 503s" \
+	"$(sed -n 's/^Non-2xx responses: *//p' "$tmp/hot.ab" | grep . || echo 0)"

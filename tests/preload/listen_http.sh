@@ -1,0 +1,67 @@
+#!/bin/sh
+# listen_http.sh - proto=http on a listener: a fast 5xx is unreachable, an
+# excluded path is no sample.
+#
+# A Python server behind AGILE_LISTEN_ with proto=http exclude=/health
+# slo=200ms answers / after 5 ms, /fail at once with 500 (a server failing
+# fast, say with its database down) and /health at once.  Ten requests to
+# each: only the ten to / are handling-time samples; the ten 500s are
+# recorded as unreachable (a fast error must not look like a fast server)
+# and the ten health checks stay out of the signal.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need python3
+
+cat >"$tmp/server.py" <<'PY'
+import http.server, os, socketserver, sys, threading, time
+port_file = sys.argv[1]
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"
+    def do_GET(self):
+        status = 200
+        if self.path == "/fail":
+            status = 500
+        elif self.path == "/":
+            time.sleep(0.005)
+        self.send_response(status)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+    def log_message(self, *args):
+        pass
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+server = Server(("127.0.0.1", 0), Handler)
+threading.Timer(60, lambda: os._exit(0)).start()
+with open(port_file + ".tmp", "w") as f:
+    f.write("%d\n" % server.server_address[1])
+os.rename(port_file + ".tmp", port_file)
+server.serve_forever()
+PY
+export AGILE_LISTEN_WEB="127.0.0.1:* max=64 slo=200ms proto=http exclude=/health"
+LD_PRELOAD="$PRELOAD" python3 "$tmp/server.py" "$tmp/port" </dev/null >"$tmp/server.log" 2>&1 &
+started $!
+i=0
+while [ ! -s "$tmp/port" ]; do
+	i=$((i + 1))
+	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
+	sleep 0.05
+done
+python3 - "$(cat "$tmp/port")" <<'PY' || fail "the client failed"
+import http.client, sys
+port = int(sys.argv[1])
+for path in ["/", "/fail", "/health"] * 10:
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c.request("GET", path)
+    c.getresponse().read()
+    c.close()
+PY
+sleep 0.2
+check "v[0] == 10" "only the ten ordinary requests are samples" \
+	"$(stat_json web 'd["listener"]["samples_total"]')"
+check "v[0] == 10" "the fast 500s are counted as such" \
+	"$(stat_json web 'd["http"]["fast_5xx"]')"
+check "v[0] == 10" "and as unreachable" "$(stat_json web 'd["unreachable"]')"
+check "v[0] == 10" "the health checks are excluded" \
+	"$(stat_json web 'd["http"]["excluded"]')"
+check "v[0] == 30" "every connection was accepted, none shed" \
+	"$(stat_json web 'd["listener"]["accepted"] - d["listener"]["shed"]')"
