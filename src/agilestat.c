@@ -79,6 +79,12 @@ static void read_view(const struct agile_state_slot *s, struct view *v)
 	    (uint64_t)(since_tick / v->config->tick_ns) > v->blind_for)
 		v->blind_for = (uint64_t)(since_tick / v->config->tick_ns);
 	v->blind = v->blind_for >= BLIND_TICKS;
+	/* A listener's samples go to its concurrency limiter (shown on its
+	 * listener line), never to the rate limiter, which always looks
+	 * blind. */
+	if (__atomic_load_n(&s->resilience.features, __ATOMIC_ACQUIRE) &
+	    AGILE_FEATURE_INBOUND)
+		v->blind = false;
 }
 
 static int compare_views(const void *a, const void *b)
