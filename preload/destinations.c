@@ -27,6 +27,7 @@
 #include "clock.h"
 #include "destinations.h"
 #include "lazymath.h"
+#include "fleet.h"
 #include "log.h"
 #include "process.h"
 #include "symbols.h"
@@ -77,6 +78,8 @@ static void load(void)
 		return;
 	}
 	agile_rules_parse(environ, &rules, on_config_error, &errors);
+	/* AGILE_REDIS, read only when a rule has fleet settings (fleet.h). */
+	agile__fleet_load(&rules, on_config_error, &errors);
 	for (int i = 0; i < rules.count; i++) {
 		if (!rules.rule[i].enabled)
 			continue;
@@ -379,6 +382,9 @@ struct agile_state_slot *agile__destinations_slot(int dest)
 
 void agile__destinations_tick(struct agile_state_slot *s, int64_t now_ns)
 {
+	/* fleet=adaptive: the fleet's control step replaces the local one. */
+	if (agile__fleet_tick(s, now_ns))
+		return;
 	if (agile_rate_tick_if_due(&s->limiter, now_ns))
 		agile_state_slot_append_tick(s, agile__unix_ns());
 }

@@ -61,7 +61,8 @@ enum key_type {
 	KEY_ANCHOR,
 	KEY_PRESET,
 	KEY_PACE,
-	KEY_RESILIENCE /* struct agile_resilience_config: see parse_resilience */
+	KEY_RESILIENCE, /* struct agile_resilience_config: see parse_resilience */
+	KEY_FLEET      /* struct agile_fleet_rule: see fleet_config.h */
 };
 
 /* Which rules a key applies to. */
@@ -181,6 +182,11 @@ static const struct key_spec keys[] = {
 	  "expected close or an HTTP status from 400 to 599 such as 503",
 	  SCOPE_LISTEN },
 	{ "retry_after", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	/* The fleet keys (fleet_config.h; window=N/SPAN,shared is read there
+	 * too); their expectations are fleet_config.c's. */
+	{ "fleet_max", KEY_FLEET, 0, "", SCOPE_DEST },
+	{ "fleet", KEY_FLEET, 0, "", SCOPE_DEST },
+	{ "redis_timeout", KEY_FLEET, 0, "", SCOPE_DEST },
 };
 
 
@@ -852,6 +858,20 @@ static void check_resilience(struct reporter *r, struct agile_rule *rule)
 	}
 }
 
+/* A fleet setting (fleet_max=, fleet=, redis_timeout=, window=...,shared),
+ * read by fleet_config.c; reported like every other setting. */
+static bool parse_fleet(struct reporter *r, struct agile_rule *rule,
+                        const struct key_spec *key, const char *value)
+{
+	char text[MESSAGE_MAX / 2];
+
+	if (agile_fleet_setting(&rule->fleet, key->name, value, text,
+	                        sizeof(text)) == 0)
+		return true;
+	report(r, "key \"%s\": %s", key->name, text);
+	return false;
+}
+
 /* Store one setting into the rule.  On any error the field keeps the value
  * it had (the default, zero) and the error is reported. */
 static bool apply_setting(struct reporter *r, struct agile_rule *rule,
@@ -916,7 +936,12 @@ static bool apply_setting(struct reporter *r, struct agile_rule *rule,
 		}
 		break;
 	case KEY_RESILIENCE:
+		if (strcmp(key->name, "window") == 0 &&
+		    agile_fleet_window_is_shared(value))
+			return parse_fleet(r, rule, key, value);
 		return parse_resilience(r, rule, key, value);
+	case KEY_FLEET:
+		return parse_fleet(r, rule, key, value);
 	}
 	if (why != NUMBER_OK) {
 		report_number(r, key, value, why);
@@ -1399,6 +1424,13 @@ static int parse_rule(const char *var, const char *name, const char *value,
 		       "number of %s greater than 0", inbound
 		       ? "connections at once" : "requests per second");
 	check_resilience(&r, out);
+	{
+		/* What the fleet settings say together (fleet_config.h). */
+		char text[MESSAGE_MAX / 2];
+
+		if (agile_fleet_check(&out->fleet, text, sizeof(text)) < 0)
+			report(&r, "%s", text);
+	}
 
 	if (max_ok) {
 		struct agile_config *c = &out->config;

@@ -37,6 +37,7 @@
 #include <sys/un.h>
 
 #include "agile.h"
+#include "fleet_config.h"
 #include "resilience.h"
 
 #define AGILE_RULES_MAX 32          /* destinations per process */
@@ -82,6 +83,8 @@ struct agile_rule {
 	bool inbound;                        /* an AGILE_LISTEN_ rule: matched
 	                                        against a listening socket's
 	                                        local address, never a connect */
+	struct agile_fleet_rule fleet;       /* fleet_max=, fleet=, shared
+	                                        window=, redis_timeout= */
 };
 
 struct agile_rules {

@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "destinations.h"
 #include "inbound.h"
+#include "fleet.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -187,6 +188,16 @@ static int64_t settle_grant(struct agile_fd *t, int64_t now)
 	if (planned > now) {
 		wait_watching(planned);
 		now = agile__now_ns();
+	}
+	/* A destination with a fleet budget (fleet.h) also waits for its
+	 * fleet slot, once the local grant is due. */
+	if (planned != 0) {
+		int64_t fleet = agile__fleet_admit(t->dest, now, wait_watching);
+
+		if (fleet > now) {
+			wait_watching(fleet);
+			now = agile__now_ns();
+		}
 	}
 	return now;
 }

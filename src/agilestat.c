@@ -25,6 +25,7 @@
 
 #include "agile.h"
 #include "agilestat_resilience.h"
+#include "agilestat_fleet.h"
 #include "state.h"
 
 /* Ticks without a sample after which a destination is reported blind: its
@@ -160,6 +161,8 @@ static void print_table(const struct view *v, int n)
 		       (unsigned long long)v->truncated);
 		/* The resilience features it configured, if any. */
 		agilestat_resilience_table(v->slot);
+		/* Its fleet budget on Redis, if it has one. */
+		agilestat_fleet_table(v->slot);
 		if (v->blind)
 			printf("  BLIND: no samples for %llu ticks; the rate is "
 			       "frozen, not steady\n",
@@ -230,6 +233,7 @@ static void print_json(const struct view *v, int n)
 			printf("%s%d", k ? "," : "", (int)v->pids[k]);
 		printf("]");
 		agilestat_resilience_json(v->slot);
+		agilestat_fleet_json(v->slot);
 		printf("}");
 	}
 	printf("]}\n");
@@ -315,6 +319,7 @@ static void print_prometheus(const struct view *v, int n)
 	for (int i = 0; i < n; i++)
 		slots[i] = v[i].slot;
 	agilestat_resilience_prometheus(slots, n, prom_labels_of, (void *)v);
+	agilestat_fleet_prometheus(slots, n, prom_labels_of, (void *)v);
 }
 
 /* The ring's entries oldest first: calls fn for each, at most `last`. */
@@ -418,6 +423,7 @@ static void watch(const char *path, unsigned int seconds)
 		} else {
 			int n = read_views(&m, views);
 
+			agilestat_fleet_open(path);
 			print_table(views, n);
 			for (int i = 0; i < n; i++) {
 				int count = ring_entries(views[i].slot, 60,
@@ -515,6 +521,7 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		errx(1, "%s: %s", path, strerror(-rc));
 	n = read_views(&m, views);
+	agilestat_fleet_open(path);
 	switch (output) {
 	case OUT_TABLE: print_table(views, n); break;
 	case OUT_JSON: print_json(views, n); break;

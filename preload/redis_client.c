@@ -1,0 +1,477 @@
+/*
+ * redis_client.c - the preload's Redis connection (see redis_client.h).
+ *
+ * Each call is one or more round trips, each of which sends what is queued
+ * in `out` and reads replies into `in` until the deadline.  Nothing is kept
+ * between calls but the connection and the scripts' SHA1s: a reply that
+ * arrives after its deadline would be mistaken for the next call's, so a
+ * timed-out connection is dropped, never reused.
+ */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "redis_client.h"
+#include "symbols.h"
+
+/*
+ * The lowest descriptor number the connection is moved to: well above what
+ * programs allocate in practice, yet below 256.  Past the descriptor table
+ * a process starts with, the kernel grows the table, and in a threaded
+ * process that waits for an RCU grace period: moving to 4032 measured
+ * 8-15 ms on the first call, moving to 200 a few microseconds.
+ */
+#define HIGH_FD_BASE 200
+
+/* Say why in c->error; returns rc. */
+__attribute__((format(printf, 3, 4)))
+static int fail(struct agile_redis *c, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->error, sizeof(c->error), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+void agile_redis_init(struct agile_redis *c, const struct agile_redis_addr *addr,
+                      const char *const *scripts, int count)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = -1;
+	c->addr = *addr;
+	c->scripts = scripts;
+	c->script_count = count < AGILE_REDIS_SCRIPTS_MAX
+	                  ? count : AGILE_REDIS_SCRIPTS_MAX;
+}
+
+/* Whether fd is still the socket we made (same device and inode). */
+static bool still_ours(const struct agile_redis *c)
+{
+	struct stat st;
+
+	return c->fd >= 0 && fstat(c->fd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	       (uint64_t)st.st_dev == c->dev && (uint64_t)st.st_ino == c->ino;
+}
+
+void agile_redis_drop(struct agile_redis *c)
+{
+	if (c->fd >= 0 && still_ours(c))
+		agile__libc.close(c->fd);
+	c->fd = -1;
+	c->out_len = 0;
+	c->in_len = 0;
+}
+
+/* Wait for `events` on the connection until the deadline (ppoll: to the
+ * nanosecond, so a 50 ms timeout is 50 ms, not 51). */
+static int wait_for(struct agile_redis *c, short events, int64_t deadline_ns)
+{
+	for (;;) {
+		struct pollfd p = { .fd = c->fd, .events = events };
+		int64_t left = deadline_ns - agile__now_ns();
+		struct timespec ts;
+		int rc;
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		ts.tv_sec = left / AGILE_NS_PER_S;
+		ts.tv_nsec = left % AGILE_NS_PER_S;
+		rc = ppoll(&p, 1, &ts, NULL);
+		if (rc > 0)
+			return 0;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		if (errno != EINTR)
+			return -errno;
+	}
+}
+
+static int map_buffers(struct agile_redis *c)
+{
+	char *p;
+
+	if (c->out != NULL)
+		return 0;
+	p = mmap(NULL, 2 * AGILE_REDIS_BUFFER, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	c->out = p;
+	c->in = p + AGILE_REDIS_BUFFER;
+	return 0;
+}
+
+/* The address as a sockaddr, resolved once per process.  A numeric
+ * address costs nothing; a name costs one lookup, through the real
+ * getaddrinfo (not the program's hook), the first time. */
+static int resolve(struct agile_redis *c)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
+	char port[8];
+	int rc;
+
+	if (c->sa_len > 0)
+		return 0;
+	if (c->addr.path[0] != '\0') {
+		struct sockaddr_un *un = (struct sockaddr_un *)&c->sa;
+
+		un->sun_family = AF_UNIX;
+		memcpy(un->sun_path, c->addr.path, strlen(c->addr.path) + 1);
+		c->sa_len = sizeof(*un);
+		return 0;
+	}
+	snprintf(port, sizeof(port), "%u", (unsigned)c->addr.port);
+	hints.ai_flags = AI_NUMERICSERV;
+	rc = agile__libc.getaddrinfo(c->addr.host, port, &hints, &res);
+	if (rc != 0 || res == NULL)
+		return fail(c, -EHOSTUNREACH, "cannot resolve %.100s (%s)",
+		            c->addr.host, gai_strerror(rc));
+	memcpy(&c->sa, res->ai_addr, res->ai_addrlen);
+	c->sa_len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* Move fd to a high number, close-on-exec; returns the descriptor to use. */
+static int move_high(int fd)
+{
+	struct rlimit rl;
+	int base, high;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return fd;
+	base = HIGH_FD_BASE;
+	if (rl.rlim_cur != RLIM_INFINITY && (rlim_t)base + 8 > rl.rlim_cur)
+		base = (int)rl.rlim_cur - 8;
+	if (base <= fd)
+		return fd;
+	high = agile__libc.fcntl(fd, F_DUPFD_CLOEXEC, base);
+	if (high < 0)
+		return fd;
+	agile__libc.close(fd);
+	return high;
+}
+
+static int open_socket(struct agile_redis *c, int64_t deadline_ns)
+{
+	struct stat st;
+	int fd, rc, error = 0;
+	socklen_t len = sizeof(error);
+	int one = 1;
+
+	rc = resolve(c);
+	if (rc < 0)
+		return rc;
+	fd = socket(c->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	            0);
+	if (fd < 0)
+		return fail(c, -errno, "socket: %s", strerror(errno));
+	c->fd = move_high(fd);
+	if (c->sa.ss_family != AF_UNIX)
+		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (fstat(c->fd, &st) != 0) {
+		rc = -errno;
+		agile__libc.close(c->fd);
+		c->fd = -1;
+		return fail(c, rc, "fstat: %s", strerror(-rc));
+	}
+	c->dev = (uint64_t)st.st_dev;
+	c->ino = (uint64_t)st.st_ino;
+	c->pid = (int32_t)getpid();
+	rc = agile__libc.connect(c->fd, (struct sockaddr *)&c->sa, c->sa_len);
+	if (rc != 0 && errno != EINPROGRESS && errno != EAGAIN) {
+		rc = -errno;
+		agile_redis_drop(c);
+		return fail(c, rc, "connect: %s", strerror(-rc));
+	}
+	if (rc != 0) {
+		rc = wait_for(c, POLLOUT, deadline_ns);
+		if (rc == 0 && agile__libc.getsockopt(c->fd, SOL_SOCKET, SO_ERROR,
+		                                      &error, &len) == 0 &&
+		    error != 0)
+			rc = -error;
+		if (rc < 0) {
+			agile_redis_drop(c);
+			return fail(c, rc, "connect: %s", rc == -ETIMEDOUT
+			            ? "timed out" : strerror(-rc));
+		}
+	}
+	c->connects++;
+	return 0;
+}
+
+static int queue(struct agile_redis *c, int argc, const char *const *argv,
+                 const size_t *lens)
+{
+	if (agile_resp_command(c->out, AGILE_REDIS_BUFFER, &c->out_len, argc,
+	                       argv, lens) < 0)
+		return fail(c, -E2BIG, "command larger than %d bytes",
+		            AGILE_REDIS_BUFFER);
+	return 0;
+}
+
+/*
+ * Send what is queued and read `count` replies into c->reply[].  On any
+ * failure the connection is dropped: its stream position is unknown.
+ */
+static int exchange(struct agile_redis *c, int count, int64_t deadline_ns)
+{
+	size_t sent = 0, parsed = 0, nodes = 0;
+	int got = 0, rc;
+
+	c->in_len = 0;
+	c->round_trips++;
+	while (sent < c->out_len) {
+		ssize_t n = agile__libc.send(c->fd, c->out + sent,
+		                             c->out_len - sent,
+		                             MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			sent += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			rc = wait_for(c, POLLOUT, deadline_ns);
+			if (rc < 0)
+				goto fail;
+			continue;
+		}
+		rc = n < 0 ? -errno : -EPIPE;
+		goto fail;
+	}
+	c->out_len = 0;
+	while (got < count) {
+		size_t used = 0;
+		ssize_t n = agile_resp_parse(c->in + parsed, c->in_len - parsed,
+		                             c->nodes + nodes,
+		                             AGILE_REDIS_NODES - nodes, &used);
+
+		if (n > 0) {
+			c->reply[got++] = &c->nodes[nodes];
+			nodes += used;
+			parsed += (size_t)n;
+			continue;
+		}
+		if (n < 0) {
+			rc = n == -ENOSPC ? fail(c, -EPROTO, "reply too large")
+			                  : fail(c, -EPROTO, "reply is not RESP");
+			goto drop;
+		}
+		if (c->in_len == AGILE_REDIS_BUFFER) {
+			rc = fail(c, -EPROTO, "reply longer than %d bytes",
+			          AGILE_REDIS_BUFFER);
+			goto drop;
+		}
+		n = agile__libc.recv(c->fd, c->in + c->in_len,
+		                     AGILE_REDIS_BUFFER - c->in_len,
+		                     MSG_DONTWAIT);
+		if (n > 0) {
+			c->in_len += (size_t)n;
+			continue;
+		}
+		if (n == 0) {
+			rc = -ECONNRESET;
+			goto fail;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			rc = -errno;
+			goto fail;
+		}
+		rc = wait_for(c, POLLIN, deadline_ns);
+		if (rc < 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	fail(c, rc, "%s", rc == -ETIMEDOUT ? "timed out" :
+	     rc == -ECONNRESET ? "connection closed by Redis" : strerror(-rc));
+drop:
+	agile_redis_drop(c);
+	return rc;
+}
+
+/* The text of an error reply, for c->error. */
+static int remote_error(struct agile_redis *c, const struct agile_resp *r)
+{
+	return fail(c, -EREMOTE, "%.*s", (int)(r->len < 120 ? r->len : 120),
+	            r->str);
+}
+
+/* AUTH, SELECT and SCRIPT LOAD of every script, in one round trip. */
+static int handshake(struct agile_redis *c, int64_t deadline_ns)
+{
+	char db[16];
+	int count = 0, rc;
+
+	if (c->addr.password[0] != '\0') {
+		const char *auth[3] = { "AUTH", c->addr.username,
+		                        c->addr.password };
+
+		if (c->addr.username[0] != '\0')
+			rc = queue(c, 3, auth, NULL);
+		else
+			rc = queue(c, 2, (const char *[]){ "AUTH",
+			                                   c->addr.password },
+			           NULL);
+		if (rc < 0)
+			return rc;
+		count++;
+	}
+	if (c->addr.db != 0) {
+		snprintf(db, sizeof(db), "%d", c->addr.db);
+		if ((rc = queue(c, 2, (const char *[]){ "SELECT", db }, NULL)) < 0)
+			return rc;
+		count++;
+	}
+	for (int i = 0; i < c->script_count; i++) {
+		const char *load[3] = { "SCRIPT", "LOAD", c->scripts[i] };
+
+		if ((rc = queue(c, 3, load, NULL)) < 0)
+			return rc;
+	}
+	rc = exchange(c, count + c->script_count, deadline_ns);
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < count + c->script_count; i++) {
+		const struct agile_resp *r = c->reply[i];
+
+		if (r->type == AGILE_RESP_ERROR) {
+			remote_error(c, r);
+			agile_redis_drop(c);
+			return -EREMOTE;
+		}
+		if (i >= count) {
+			if (r->type != AGILE_RESP_BULK || r->len != 40) {
+				agile_redis_drop(c);
+				return fail(c, -EPROTO, "SCRIPT LOAD did not "
+				            "answer a SHA1");
+			}
+			memcpy(c->sha[i - count], r->str, 40);
+			c->sha[i - count][40] = '\0';
+		}
+	}
+	return 0;
+}
+
+static int ensure_connected(struct agile_redis *c, int64_t deadline_ns)
+{
+	int rc;
+
+	if (c->fd >= 0 && (c->pid != (int32_t)getpid() || !still_ours(c)))
+		agile_redis_drop(c); /* forked, or the program took the fd */
+	if (c->fd >= 0)
+		return 0;
+	rc = map_buffers(c);
+	if (rc < 0)
+		return fail(c, rc, "no memory for buffers");
+	rc = open_socket(c, deadline_ns);
+	if (rc < 0)
+		return rc;
+	return handshake(c, deadline_ns);
+}
+
+/* "MOVED 3999 127.0.0.1:6381": point the connection at that node. */
+static int follow_moved(struct agile_redis *c, const struct agile_resp *r)
+{
+	char text[160];
+	const char *addr, *colon;
+	unsigned int port;
+
+	if (r->len >= sizeof(text))
+		return -EPROTO;
+	memcpy(text, r->str, r->len);
+	text[r->len] = '\0';
+	addr = strrchr(text, ' ');
+	colon = addr != NULL ? strrchr(addr, ':') : NULL;
+	if (colon == NULL || sscanf(colon + 1, "%u", &port) != 1 ||
+	    port == 0 || port > 65535 ||
+	    (size_t)(colon - addr - 1) >= sizeof(c->addr.host))
+		return -EPROTO;
+	agile_redis_drop(c);
+	memcpy(c->addr.host, addr + 1, (size_t)(colon - addr - 1));
+	c->addr.host[colon - addr - 1] = '\0';
+	c->addr.port = (uint16_t)port;
+	c->addr.path[0] = '\0';
+	c->sa_len = 0;
+	return 0;
+}
+
+int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
+                     const char *const *keys, int nargs,
+                     const char *const *args, const size_t *lens,
+                     const struct agile_resp **out, int64_t deadline_ns)
+{
+	const char *argv[3 + 16 + 24];
+	size_t argl[3 + 16 + 24];
+	char nk[16];
+	int argc, rc;
+
+	if (script < 0 || script >= c->script_count || nkeys > 16 || nargs > 24)
+		return fail(c, -EINVAL, "bad call");
+	for (int attempt = 0; attempt <= AGILE_REDIS_REDIRECTS; attempt++) {
+		const struct agile_resp *r;
+
+		rc = ensure_connected(c, deadline_ns);
+		if (rc < 0)
+			return rc;
+		snprintf(nk, sizeof(nk), "%d", nkeys);
+		argc = 0;
+		argv[argc] = "EVALSHA";
+		argl[argc++] = (size_t)-1;
+		argv[argc] = c->sha[script];
+		argl[argc++] = (size_t)-1;
+		argv[argc] = nk;
+		argl[argc++] = (size_t)-1;
+		for (int i = 0; i < nkeys; i++) {
+			argv[argc] = keys[i];
+			argl[argc++] = (size_t)-1;
+		}
+		for (int i = 0; i < nargs; i++) {
+			argv[argc] = args[i];
+			argl[argc++] = lens != NULL ? lens[i] : (size_t)-1;
+		}
+		if ((rc = queue(c, argc, argv, argl)) < 0)
+			return rc;
+		if ((rc = exchange(c, 1, deadline_ns)) < 0)
+			return rc;
+		r = c->reply[0];
+		if (agile_resp_is_error(r, "NOSCRIPT")) {
+			/* Redis restarted, or SCRIPT FLUSH: load again. */
+			agile_redis_drop(c);
+			continue;
+		}
+		if (agile_resp_is_error(r, "MOVED")) {
+			if (follow_moved(c, r) < 0)
+				return remote_error(c, r);
+			continue;
+		}
+		if (r->type == AGILE_RESP_ERROR)
+			return remote_error(c, r);
+		*out = r;
+		return 0;
+	}
+	return fail(c, -ELOOP, "more than %d redirections",
+	            AGILE_REDIS_REDIRECTS);
+}
