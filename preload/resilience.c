@@ -155,6 +155,26 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 	                                 ? c->window_span_ns : 1);
 }
 
+static bool rolling_valid(const struct agile_rolling *w)
+{
+	return w->size >= 1 && w->size <= AGILE_ROLLING_MAX_BUCKETS &&
+	       w->head >= 0 && w->head < w->size && w->width_ns >= 1;
+}
+
+bool agile_resilience_state_valid(const struct agile_state_resilience *z)
+{
+	const struct agile_sliding_window *w = agile_state_window_const(z);
+	int32_t room = w->quota > 0 ? w->quota : 1;
+
+	return z->conc_mode <= AGILE_CONC_ADAPTIVE &&
+	       rolling_valid(&z->breaker.window) &&
+	       rolling_valid(&z->shedder.window) &&
+	       z->quota.period_ns >= 1 && z->quota.count >= 0 &&
+	       w->window_ns >= 1 && w->quota >= 0 &&
+	       w->quota <= AGILE_STATE_WINDOW_MAX && w->count >= 0 &&
+	       w->count <= w->quota && w->oldest >= 0 && w->oldest < room;
+}
+
 int64_t agile_resilience_permits_held(const struct agile_state_resilience *z)
 {
 	uint32_t high = __atomic_load_n(&z->permit_high, __ATOMIC_ACQUIRE);

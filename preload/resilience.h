@@ -249,6 +249,11 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
                                 const struct agile_config *config,
                                 int64_t now_ns);
 
+/* Whether the region's own bookkeeping is in range (window sizes, ring
+ * positions, enumerations), so a damaged file cannot make a reader index
+ * outside it.  The state file check rejects a READY slot that fails it. */
+bool agile_resilience_state_valid(const struct agile_state_resilience *z);
+
 /* Permits held now (a scan of the owner table; agilestat and the hooks). */
 int64_t agile_resilience_permits_held(const struct agile_state_resilience *z);
 

@@ -124,6 +124,9 @@ int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
 		    (!bounded_string(s->name, sizeof(s->name)) ||
 		     !bounded_string(s->dest, sizeof(s->dest))))
 			REJECT("slot %u has an unterminated name", i);
+		if (st == AGILE_SLOT_READY &&
+		    !agile_resilience_state_valid(&s->resilience))
+			REJECT("slot %u has damaged resilience state", i);
 	}
 #undef REJECT
 	return 0;
