@@ -321,6 +321,10 @@ void agile__conc_outcome(struct agile_state_resilience *z,
 {
 	if (z->conc_mode != AGILE_CONC_ADAPTIVE)
 		return;
+	/* An answer that is no sample (proto=http: a cache hit, an excluded
+	 * path) says nothing about the limit. */
+	if (outcome == AGILE_OUTCOME_ANSWERED && latency_ns <= 0)
+		return;
 	if (z->conc_law == AGILE_LAW_AGILE) {
 		switch (outcome) {
 		case AGILE_OUTCOME_ANSWERED:
