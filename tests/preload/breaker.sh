@@ -142,3 +142,7 @@ check "v[0] > 100" "the breaker counted its refusals" \
 	"$(stat_json api 'd["breaker"]["refused"]')"
 check "v[0] < v[1]" "refusals are not counted as unreachable" \
 	"$(stat_json api 'd["unreachable"]')" "$(stat_json api 'd["breaker"]["refused"]')"
+"$AGILESTAT" | grep -q '^  breaker sre: drop ratio ' ||
+	fail "agilestat's table shows no breaker line"
+"$AGILESTAT" --prometheus | grep -q '^agile_breaker_drop_ratio{name="api",' ||
+	fail "agilestat --prometheus has no agile_breaker_drop_ratio series"
