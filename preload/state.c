@@ -77,10 +77,10 @@ static bool bounded_string(const char *s, size_t cap)
 	return memchr(s, '\0', cap) != NULL;
 }
 
-int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
+int agile_state_validate(const void *map, size_t size, const char *boot_id,
+                         char *why, size_t why_len)
 {
 	const struct agile_state_header *h = map;
-	char boot_id[AGILE_STATE_BOOT_ID_MAX];
 
 #define REJECT(...) do { snprintf(why, why_len, __VA_ARGS__); \
 		return -EINVAL; } while (0)
@@ -106,7 +106,6 @@ int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
 		       (size_t)AGILE_STATE_SIZE);
 	if (__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) != AGILE_STATE_READY)
 		REJECT("never finished being written");
-	read_boot_id(boot_id);
 	if (!bounded_string(h->boot_id, sizeof(h->boot_id)) ||
 	    strcmp(boot_id, h->boot_id) != 0)
 		REJECT("written before the last reboot (its clock is stale)");
@@ -132,6 +131,14 @@ int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
 	return 0;
 }
 
+int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
+{
+	char boot_id[AGILE_STATE_BOOT_ID_MAX];
+
+	read_boot_id(boot_id);
+	return agile_state_validate(map, size, boot_id, why, why_len);
+}
+
 static int map_fd(int fd, size_t size, bool writable,
                   struct agile_state_map *out)
 {
@@ -154,11 +161,33 @@ void agile_state_close(struct agile_state_map *m)
 	m->size = 0;
 }
 
+void agile_state_format(void *map, const char *boot_id,
+                        int64_t created_unix_ns)
+{
+	struct agile_state_header *h = map;
+
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, AGILE_STATE_MAGIC, sizeof(h->magic));
+	h->version = AGILE_STATE_VERSION;
+	h->header_size = sizeof(*h);
+	h->slot_size = sizeof(struct agile_state_slot);
+	h->slot_count = AGILE_STATE_SLOTS;
+	h->ring_len = AGILE_STATE_RING;
+	h->pids_max = AGILE_STATE_PIDS;
+	h->file_size = AGILE_STATE_SIZE;
+	h->limiter_size = sizeof(struct agile_rate_limiter);
+	h->limiter_offset = offsetof(struct agile_state_slot, limiter);
+	h->resilience_size = sizeof(struct agile_state_resilience);
+	h->created_unix_ns = created_unix_ns;
+	snprintf(h->boot_id, sizeof(h->boot_id), "%s", boot_id);
+	/* Last, and released: a reader that sees READY sees the rest. */
+	__atomic_store_n(&h->ready, AGILE_STATE_READY, __ATOMIC_RELEASE);
+}
+
 /* Write a fresh, empty, valid file at `tmp`. */
 static int write_fresh(const char *tmp)
 {
 	struct agile_state_map m = { 0 };
-	struct agile_state_header *h;
 	int fd, rc;
 
 	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
@@ -173,28 +202,17 @@ static int write_fresh(const char *tmp)
 	close(fd);
 	if (rc != 0)
 		return -rc;
-	h = m.header;
-	memcpy(h->magic, AGILE_STATE_MAGIC, sizeof(h->magic));
-	h->version = AGILE_STATE_VERSION;
-	h->header_size = sizeof(*h);
-	h->slot_size = sizeof(struct agile_state_slot);
-	h->slot_count = AGILE_STATE_SLOTS;
-	h->ring_len = AGILE_STATE_RING;
-	h->pids_max = AGILE_STATE_PIDS;
-	h->file_size = AGILE_STATE_SIZE;
-	h->limiter_size = sizeof(struct agile_rate_limiter);
-	h->limiter_offset = offsetof(struct agile_state_slot, limiter);
-	h->resilience_size = sizeof(struct agile_state_resilience);
 	{
 		struct timespec ts;
+		char boot_id[AGILE_STATE_BOOT_ID_MAX];
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		h->created_unix_ns = (int64_t)ts.tv_sec * AGILE_NS_PER_S +
-		                     ts.tv_nsec;
+		read_boot_id(boot_id);
+		/* Slots are zero (FREE) from posix_fallocate. */
+		agile_state_format(m.header, boot_id,
+		                   (int64_t)ts.tv_sec * AGILE_NS_PER_S +
+		                   ts.tv_nsec);
 	}
-	read_boot_id(h->boot_id);
-	/* Slots are zero (FREE) from posix_fallocate. */
-	__atomic_store_n(&h->ready, AGILE_STATE_READY, __ATOMIC_RELEASE);
 	agile_state_close(&m);
 	return 0;
 }

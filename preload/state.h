@@ -167,11 +167,30 @@ agile_state_slot(const struct agile_state_map *m, unsigned int i)
 size_t agile_state_path(char *buf, size_t len);
 
 /*
- * Check a mapping of `size` bytes against this build's layout.  Returns 0,
- * or -EINVAL with a one-phrase reason in `why` ("bad magic", "version 2, this
- * build reads 1", "written before the last reboot", ...).
+ * Check a mapping of `size` bytes against this build's layout and the
+ * current boot.  Returns 0, or -EINVAL with a one-phrase reason in `why`
+ * ("bad magic", "version 2, this build reads 1", "written before the last
+ * reboot", ...).
  */
 int agile_state_check(const void *map, size_t size, char *why, size_t why_len);
+
+/*
+ * The whole of agile_state_check but the reading of the boot id, which the
+ * caller passes (NUL-terminated, at most AGILE_STATE_BOOT_ID_MAX - 1
+ * characters; "" when /proc is unreadable).  It reads only the `size` bytes
+ * at `map`, whatever they hold, and nothing else: tests/fuzz/fuzz_state.c
+ * drives it with arbitrary bytes in a plain buffer.
+ */
+int agile_state_validate(const void *map, size_t size, const char *boot_id,
+                         char *why, size_t why_len);
+
+/*
+ * Write the header of a fresh, empty file at `map` (AGILE_STATE_SIZE bytes
+ * whose slots the caller has zeroed) for the boot `boot_id`, marking it
+ * ready last.
+ */
+void agile_state_format(void *map, const char *boot_id,
+                        int64_t created_unix_ns);
 
 /*
  * Map the state file read-write for the preload, creating it when absent and
