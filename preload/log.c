@@ -3,7 +3,8 @@
  *
  * A message is formatted into a stack buffer and written with one write(2)
  * on fd 2 through the real libc symbol, so it cannot interleave with another
- * thread's line and never re-enters the hooks.
+ * thread's line and never re-enters the hooks; and only while fd 2 is still
+ * the stderr the program was started with (see agile__log_note_stderr).
  */
 #include "config.h"
 
@@ -12,11 +13,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "log.h"
 #include "symbols.h"
 
 static int log_level = AGILE_LOG_WARN;
+
+/* fd 2 as the program was started with it.  stderr_state is 0 until noted,
+ * 1 when stderr_dev/stderr_ino identify it, -1 when fd 2 was closed. */
+static int stderr_state;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+void agile__log_note_stderr(void)
+{
+	int saved = errno;
+	struct stat st;
+
+	if (fstat(2, &st) == 0) {
+		stderr_dev = st.st_dev;
+		stderr_ino = st.st_ino;
+		stderr_state = 1;
+	} else {
+		stderr_state = -1;
+	}
+	errno = saved;
+}
+
+/* Whether fd 2 is still the program's original stderr.  A message logged
+ * before the constructor ran (another library's constructor connecting)
+ * notes it then: main() has not run, so fd 2 is still the original. */
+static int stderr_unchanged(void)
+{
+	struct stat st;
+
+	if (stderr_state == 0)
+		agile__log_note_stderr();
+	return stderr_state == 1 && fstat(2, &st) == 0 &&
+	       st.st_dev == stderr_dev && st.st_ino == stderr_ino;
+}
 
 void agile__log_init(void)
 {
@@ -58,7 +94,7 @@ void agile__log(enum agile_log_level level, const char *fmt, ...)
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	if (agile__libc.write != NULL)
+	if (agile__libc.write != NULL && stderr_unchanged())
 		(void)agile__libc.write(2, line, (size_t)n);
 	errno = saved;
 }

@@ -19,6 +19,16 @@ enum agile_log_level {
  * value keeps the default and is reported. */
 void agile__log_init(void);
 
+/*
+ * Note which open file descriptor 2 is (its device and inode); called by the
+ * constructor, before main() can change it.  Messages are written only while
+ * fd 2 is still that file: a program that closes its stderr may get the
+ * number back for a socket, a pipe or a file of its own, and a line of ours
+ * written there would corrupt its data.  When fd 2 is closed at start-up,
+ * nothing is ever printed.
+ */
+void agile__log_note_stderr(void);
+
 /* True when a message at `level` would be printed. */
 int agile__log_enabled(enum agile_log_level level);
 

@@ -4,7 +4,8 @@
  * The constructor does as little as possible, because LD_PRELOAD is
  * inherited by every child of the program: it checks AT_SECURE, notes the
  * process id and registers the fork handlers (so that a child forked before
- * any hook ran is still known for a fork child, not a vfork one), reads
+ * any hook ran is still known for a fork child, not a vfork one), notes
+ * which file fd 2 is (the only place the preload's messages may go), reads
  * AGILE_STRICT, and only under AGILE_STRICT=1 parses the configuration
  * early, so that a configuration error stops the program before main()
  * runs.  Everything else is bound and loaded at first use.
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "destinations.h"
+#include "log.h"
 #include "process.h"
 #include "symbols.h"
 
@@ -90,6 +92,7 @@ __attribute__((constructor)) static void agile_preload_start(void)
 	}
 	__atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
 	agile__process_register_atfork();
+	agile__log_note_stderr();
 	if (agile__strict()) {
 		agile__bind();
 		agile__destinations_load();
