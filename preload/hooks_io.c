@@ -1,8 +1,9 @@
 /*
  * hooks_io.c - the data hooks: send, sendto, sendmsg, sendmmsg, write,
- * writev; recv, recvfrom, recvmsg, recvmmsg, read, readv; and the fortified
- * __read_chk, __recv_chk, __recvfrom_chk that _FORTIFY_SOURCE builds call
- * instead of the plain names.
+ * writev, sendfile; recv, recvfrom, recvmsg, recvmmsg, read, readv; splice
+ * (a send when it writes to the socket, a receive when it reads from it);
+ * and the fortified __read_chk, __recv_chk, __recvfrom_chk that
+ * _FORTIFY_SOURCE builds call instead of the plain names.
  *
  * Every hook has the same shape: the fast path for untracked fds, else
  * track (before), call libc, track (after) with the call's result and
@@ -12,6 +13,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -103,6 +106,27 @@ static ssize_t hook_writev(int fd, const struct iovec *iov, int count)
 {
 	SEND_LIKE(ssize_t, fd, iov_first(iov, count), iov_first_len(iov, count),
 	          agile__libc.writev(fd, iov, count));
+}
+
+/* The request comes from a file: nothing for proto=http to read. */
+static ssize_t hook_sendfile(int out_fd, int in_fd, off_t *offset,
+                             size_t count)
+{
+	SEND_LIKE(ssize_t, out_fd, NULL, 0,
+	          agile__libc.sendfile(out_fd, in_fd, offset, count));
+}
+
+/* One end of a splice is a pipe, so at most one is a socket. */
+static ssize_t hook_splice(int fd_in, loff_t *off_in, int fd_out,
+                           loff_t *off_out, size_t len, unsigned int flags)
+{
+	if (agile__hook_tracked(fd_out) != NULL)
+		SEND_LIKE(ssize_t, fd_out, NULL, 0,
+		          agile__libc.splice(fd_in, off_in, fd_out, off_out,
+		                             len, flags));
+	RECV_LIKE(ssize_t, fd_in, len, NULL, 0,
+	          agile__libc.splice(fd_in, off_in, fd_out, off_out, len,
+	                             flags));
 }
 
 static ssize_t hook_recv(int fd, void *buf, size_t len, int flags)
@@ -197,6 +221,26 @@ AGILE_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 AGILE_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count)
 {
 	return hook_writev(fd, iov, count);
+}
+
+AGILE_EXPORT ssize_t sendfile(int out_fd, int in_fd, off_t *offset,
+                              size_t count)
+{
+	return hook_sendfile(out_fd, in_fd, offset, count);
+}
+
+/* Large-file programs on 32-bit ABIs call sendfile64; on 64-bit ones it is
+ * the same function under a second name, and still exported by libc. */
+AGILE_EXPORT ssize_t sendfile64(int out_fd, int in_fd, off64_t *offset,
+                                size_t count)
+{
+	return hook_sendfile(out_fd, in_fd, (off_t *)offset, count);
+}
+
+AGILE_EXPORT ssize_t splice(int fd_in, loff_t *off_in, int fd_out,
+                            loff_t *off_out, size_t len, unsigned int flags)
+{
+	return hook_splice(fd_in, off_in, fd_out, off_out, len, flags);
 }
 
 AGILE_EXPORT ssize_t recv(int fd, void *buf, size_t len, int flags)

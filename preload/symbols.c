@@ -33,6 +33,8 @@ static void bind_all(void)
 	BIND(sendto, "sendto");
 	BIND(sendmsg, "sendmsg");
 	BIND(sendmmsg, "sendmmsg");
+	BIND(sendfile, "sendfile");
+	BIND(splice, "splice");
 	BIND(write, "write");
 	BIND(writev, "writev");
 	BIND(recv, "recv");

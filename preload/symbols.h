@@ -32,6 +32,8 @@ struct agile_libc {
 	                  const struct sockaddr *, socklen_t);
 	ssize_t (*sendmsg)(int, const struct msghdr *, int);
 	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	ssize_t (*splice)(int, loff_t *, int, loff_t *, size_t, unsigned int);
 	ssize_t (*write)(int, const void *, size_t);
 	ssize_t (*writev)(int, const struct iovec *, int);
 	ssize_t (*recv)(int, void *, size_t, int);

@@ -6,25 +6,32 @@
  *     calls_client PORT
  *
  * Request i uses: 0 send/recv, 1 sendto/recvfrom, 2 sendmsg/recvmsg,
- * 3 write/read, 4 writev/readv, 5 sendmmsg/recvmmsg.  Each on a fresh
- * connection, read until the server closes.  Exit 0 when every response
- * began with "HTTP/".  trickle missed sendmsg/recvmsg entirely; here each
- * family must yield one round-trip sample.
+ * 3 write/read, 4 writev/readv, 5 sendmmsg/recvmmsg, 6 sendfile (the
+ * request from a file)/read, 7 write/splice (the response into a pipe).
+ * Each on a fresh connection, read until the server closes.  Exit 0 when
+ * every response began with "HTTP/".  trickle missed sendmsg/recvmsg
+ * entirely; here each family must yield one round-trip sample.
  */
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#define FAMILIES 6
+#define FAMILIES 8
 
 static const char request[] = "GET /calls HTTP/1.0\r\nHost: x\r\n\r\n";
+
+/* The request in a file, for sendfile; a pipe for splice's responses. */
+static int request_file = -1;
+static int splice_pipe[2] = { -1, -1 };
 
 static ssize_t do_send(int fd, int family)
 {
@@ -38,7 +45,13 @@ static ssize_t do_send(int fd, int family)
 	case 2: return sendmsg(fd, &msg, 0);
 	case 3: return write(fd, request, sizeof(request) - 1);
 	case 4: return writev(fd, &iov, 1);
-	default: return sendmmsg(fd, &mmsg, 1, 0) == 1 ? (ssize_t)mmsg.msg_len : -1;
+	case 5: return sendmmsg(fd, &mmsg, 1, 0) == 1 ? (ssize_t)mmsg.msg_len : -1;
+	case 6: {
+		off_t offset = 0;
+
+		return sendfile(fd, request_file, &offset, sizeof(request) - 1);
+	}
+	default: return write(fd, request, sizeof(request) - 1);
 	}
 }
 
@@ -63,8 +76,16 @@ static ssize_t do_recv(int fd, int family, char *buf, size_t len)
 		n = read(fd, fixed, want);
 		break;
 	case 4: return readv(fd, &iov, 1);
-	default:
+	case 5:
 		return recvmmsg(fd, &mmsg, 1, 0, NULL) == 1 ? (ssize_t)mmsg.msg_len : -1;
+	case 6:
+		n = read(fd, fixed, want);
+		break;
+	default:
+		n = splice(fd, NULL, splice_pipe[1], NULL, len, 0);
+		if (n > 0 && read(splice_pipe[0], buf, (size_t)n) != n)
+			return -1;
+		return n;
 	}
 	if (n > 0)
 		memcpy(buf, fixed, (size_t)n < len ? (size_t)n : len);
@@ -78,6 +99,17 @@ int main(int argc, char **argv)
 	if (argc != 2)
 		return 2;
 	addr.sin_port = htons((uint16_t)atoi(argv[1]));
+	{
+		FILE *f = tmpfile();
+
+		request_file = f != NULL ? fileno(f) : -1;
+	}
+	if (request_file < 0 || write(request_file, request,
+	                              sizeof(request) - 1) !=
+	    (ssize_t)sizeof(request) - 1 || pipe(splice_pipe) != 0) {
+		perror("request file or pipe");
+		return 1;
+	}
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	for (int family = 0; family < FAMILIES; family++) {
 		char first[64] = "", buf[64];
