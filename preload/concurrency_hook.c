@@ -207,6 +207,22 @@ int32_t agile__permit_try(struct agile_state_resilience *z)
 	return 0;
 }
 
+/* When this process last looked for dead holders without waiting. */
+static int64_t last_reclaim_ns;
+
+int32_t agile__permit_try_reclaiming(struct agile_state_resilience *z,
+                                     int64_t now)
+{
+	int32_t permit = agile__permit_try(z);
+	int64_t last = __atomic_load_n(&last_reclaim_ns, __ATOMIC_ACQUIRE);
+
+	if (permit > 0 || now - last < RECLAIM_PERIOD_NS ||
+	    !__atomic_compare_exchange_n(&last_reclaim_ns, &last, now, false,
+	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return permit;
+	return reclaim_dead(z) > 0 ? agile__permit_try(z) : 0;
+}
+
 int32_t agile__permit_acquire(struct agile_state_resilience *z,
                               int64_t timeout_ns, bool nonblocking,
                               int32_t tid)

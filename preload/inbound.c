@@ -280,7 +280,10 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	}
 	if (linger_count > 0)
 		linger(-1, now);
-	permit = agile__permit_try(z);
+	/* A server killed with connections open left their permits held by
+	 * its pid: they are reclaimed here, or a restarted server would shed
+	 * everything. */
+	permit = agile__permit_try_reclaiming(z, now);
 	t = permit > 0 ? agile__fd_entry(fd) : NULL;
 	if (t == NULL) {
 		if (shed_open) {

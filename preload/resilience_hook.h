@@ -86,6 +86,11 @@ void agile__resilience_forget_range(unsigned int first, unsigned int last);
 int64_t agile__permit_limit(struct agile_state_resilience *z);
 /* A permit (index + 1) if one is free below the limit now, else 0. */
 int32_t agile__permit_try(struct agile_state_resilience *z);
+/* The same, but when none is free, free the permits of dead holders first
+ * (at most once per 10 ms per process) and try again: for callers that
+ * never wait, such as a listener's accept. */
+int32_t agile__permit_try_reclaiming(struct agile_state_resilience *z,
+                                     int64_t now_ns);
 /* Wait for a permit for thread `tid`: index + 1, or -ETIMEDOUT, or -EAGAIN
  * (see the file). */
 int32_t agile__permit_acquire(struct agile_state_resilience *z,

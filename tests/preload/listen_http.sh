@@ -65,3 +65,55 @@ check "v[0] == 10" "the health checks are excluded" \
 	"$(stat_json web 'd["http"]["excluded"]')"
 check "v[0] == 30" "every connection was accepted, none shed" \
 	"$(stat_json web 'd["listener"]["accepted"] - d["listener"]["shed"]')"
+
+# A server killed by SIGKILL with connections open leaves their permits
+# held by its pid.  Restarted on the same state file with a cap of 2, it must
+# reclaim them and serve, not shed every connection as over the cap.
+unset AGILE_LISTEN_WEB
+export AGILE_LISTEN_KEEP="127.0.0.1:* max=2 floor=2 initial=2 shed_response=503"
+start_server() {
+	rm -f "$tmp/port"
+	LD_PRELOAD="$PRELOAD" python3 "$tmp/server.py" "$tmp/port" </dev/null >>"$tmp/server.log" 2>&1 &
+	server=$!
+	started $server
+	i=0
+	while [ ! -s "$tmp/port" ]; do
+		i=$((i + 1))
+		[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
+		sleep 0.05
+	done
+}
+start_server
+python3 - "$(cat "$tmp/port")" "$tmp/idle" <<'PY' &
+import socket, sys, time
+keep = [socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+        for _ in range(2)]
+open(sys.argv[2], "w").write("2\n")
+time.sleep(30)
+PY
+idle=$!
+started $idle
+i=0
+while [ ! -s "$tmp/idle" ]; do
+	i=$((i + 1))
+	[ "$i" -le 200 ] || fail "the idle client did not connect"
+	sleep 0.05
+done
+sleep 0.2
+check "v[0] == 2" "the two idle connections hold the listener's 2 permits" \
+	"$(stat_json keep 'd["listener"]["open"]')"
+kill -9 "$server"
+wait "$server" 2>/dev/null || true
+kill "$idle"
+start_server
+status=$(python3 - "$(cat "$tmp/port")" <<'PY'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+c.request("GET", "/")
+print(c.getresponse().status)
+PY
+)
+note "after a SIGKILL with 2 connections open, the restarted server answers $status"
+check "v[0] == 200" "the dead server's permits were reclaimed" "$status"
+check "v[0] >= 2" "agilestat counts them" \
+	"$(stat_json keep 'd["concurrency"]["reclaimed"]')"
