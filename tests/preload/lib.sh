@@ -30,6 +30,9 @@ started_pids=""
 
 cleanup() {
 	status=$?
+	for pidfile in "$tmp"/*.pid; do
+		[ -f "$pidfile" ] && started_pids="$started_pids $(cat "$pidfile")"
+	done
 	for pid in $started_pids; do
 		kill "$pid" 2>/dev/null || true
 	done
@@ -60,7 +63,9 @@ started() { started_pids="$started_pids $1"; }
 start_httpd() {
 	python3 "$HTTPD" "$tmp/$1.port" "$tmp/$1.arrivals" "${2:-0}" 120 \
 		</dev/null >"$tmp/$1.log" 2>&1 &
-	started $!
+	# Callers run this in $(...), a subshell whose started_pids the test
+	# never sees: the pid file is what lets cleanup stop the server.
+	echo $! >"$tmp/$1.pid"
 	i=0
 	while [ ! -s "$tmp/$1.port" ]; do
 		i=$((i + 1))
