@@ -19,10 +19,12 @@
  * repeated (-r, 21 by default) and the median kept.  The contended column
  * pins two threads to two CPUs, starts them together at a barrier, and
  * reports the time per call as each thread sees it (the mean of the two
- * threads' ns/call).  It measures cache lines moving between cores, so it
- * depends on where the host placed the two CPUs: on a virtual machine it
- * varies several-fold between invocations while the one-thread column and
- * the instruction counts stay put.
+ * threads' ns/call).  A contended run counts only when both threads were
+ * on their CPUs through it (see ran_together); with a single CPU there is
+ * no such run and the column says n/a.  It measures cache lines moving
+ * between cores, so it depends on where the host placed the two CPUs: on a
+ * virtual machine it varies several-fold between invocations while the
+ * one-thread column and the instruction counts stay put.
  *
  * The control step (tick) is timed one call at a time, because it needs
  * samples recorded between calls to have work to do: 100 observes (untimed)
@@ -274,6 +276,9 @@ struct worker {
 	uint64_t calls;
 	uint64_t stream;
 	double ns_per_call;
+	int64_t wall_start_ns; /* when the thread started and ended its calls */
+	int64_t wall_end_ns;
+	int64_t cpu_ns;        /* CPU time it spent in between */
 };
 
 static pthread_barrier_t start_line;
@@ -296,7 +301,11 @@ static void *worker_main(void *arg)
 
 	pin(w->cpu);
 	pthread_barrier_wait(&start_line);
+	w->wall_start_ns = now_ns();
+	w->cpu_ns = thread_cpu_ns();
 	w->ns_per_call = run_op(w->op, w->calls, w->stream);
+	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
+	w->wall_end_ns = now_ns();
 	return NULL;
 }
 
@@ -308,9 +317,38 @@ static void *observer_main(void *arg)
 
 	pin(w->cpu);
 	pthread_barrier_wait(&start_line);
+	w->wall_start_ns = now_ns();
+	w->cpu_ns = thread_cpu_ns();
 	while (!__atomic_load_n(&observer_stop, __ATOMIC_ACQUIRE))
 		op_observe(i++);
+	w->cpu_ns = thread_cpu_ns() - w->cpu_ns;
+	w->wall_end_ns = now_ns();
 	return NULL;
+}
+
+/*
+ * Whether the two threads really ran side by side.  On a busy host one of
+ * them can be descheduled for most of a run; the other then runs alone and
+ * the run measures no contention at all.  A run counts only when each thread
+ * was on its CPU for at least 90% of its span and the spans overlap for at
+ * least 90% of the first thread's (the contended tick's observer runs from
+ * before the first thread's calls to after them).
+ */
+static bool ran_together(const struct worker *w)
+{
+	int64_t from = w[0].wall_start_ns > w[1].wall_start_ns ?
+	               w[0].wall_start_ns : w[1].wall_start_ns;
+	int64_t to = w[0].wall_end_ns < w[1].wall_end_ns ? w[0].wall_end_ns
+	                                                 : w[1].wall_end_ns;
+	int64_t span0 = w[0].wall_end_ns - w[0].wall_start_ns;
+
+	for (int t = 0; t < 2; t++) {
+		int64_t span = w[t].wall_end_ns - w[t].wall_start_ns;
+
+		if (span <= 0 || (double)w[t].cpu_ns < 0.9 * (double)span)
+			return false;
+	}
+	return (double)(to - from) >= 0.9 * (double)span0;
 }
 
 /* The CPUs this process may run on; the first two are used for pinning. */
@@ -333,7 +371,8 @@ static void usable_cpus(int *first, int *second)
 	}
 }
 
-static double run_contended(enum op_id op, uint64_t calls)
+/* One contended run; *together says whether it counts (ran_together). */
+static double run_contended(enum op_id op, uint64_t calls, bool *together)
 {
 	struct worker w[2];
 	int cpu0, cpu1;
@@ -362,6 +401,7 @@ static double run_contended(enum op_id op, uint64_t calls)
 	__atomic_store_n(&observer_stop, 1, __ATOMIC_RELEASE);
 	pthread_join(w[1].thread, NULL);
 	pthread_barrier_destroy(&start_line);
+	*together = ran_together(w);
 	if (op == OP_TICK)
 		return w[0].ns_per_call;
 	return (w[0].ns_per_call + w[1].ns_per_call) / 2;
@@ -382,18 +422,29 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The median of `runs` runs; NAN when no contended run had both threads
+ * running together in as many as 20 x runs tries. */
 static double measure(enum op_id op, int runs, bool contended)
 {
 	double v[MAX_RUNS];
+	int kept = 0;
 
 	init_limiters();
 	/* One untimed run warms caches, page tables and the branch
 	 * predictors. */
 	(void)run_op(op, ops[op].calls / 10 + 1, 0);
-	for (int r = 0; r < runs; r++)
-		v[r] = contended ? run_contended(op, ops[op].calls)
-		                 : run_op(op, ops[op].calls, 0);
-	return median(v, runs);
+	for (int tries = 0; kept < runs && tries < 20 * runs; tries++) {
+		bool together = true;
+		/* Contended runs are a tenth as long: a short run is more
+		 * likely to find both CPUs free on a busy host. */
+		double ns = contended ?
+			run_contended(op, ops[op].calls / 10, &together) :
+			run_op(op, ops[op].calls, 0);
+
+		if (together)
+			v[kept++] = ns;
+	}
+	return kept > 0 ? median(v, kept) : NAN;
 }
 
 /* --- callgrind mode ------------------------------------------------------- */
@@ -451,7 +502,7 @@ static void print_table(const double *single, const double *contended,
 	       "instructions/call | target (1 thread) |\n"
 	       "|---|---:|---:|---:|---|\n");
 	for (int op = 0; op < OP_COUNT; op++) {
-		char target[64] = "", instr[32] = "-";
+		char target[64] = "", instr[32] = "-", both[32] = "n/a";
 
 		if (ops[op].target_ns > 0)
 			snprintf(target, sizeof(target), "<= %.0f ns: %s",
@@ -460,8 +511,10 @@ static void print_table(const double *single, const double *contended,
 			                                         : "MISSED");
 		if (instructions[op] >= 0)
 			snprintf(instr, sizeof(instr), "%.0f", instructions[op]);
-		printf("| %s | %.1f | %.1f | %s | %s |\n", ops[op].label,
-		       single[op], contended[op], instr, target);
+		if (!isnan(contended[op]))
+			snprintf(both, sizeof(both), "%.1f", contended[op]);
+		printf("| %s | %.1f | %s | %s | %s |\n", ops[op].label,
+		       single[op], both, instr, target);
 	}
 	printf("\nns/call: median of %d runs; instructions: callgrind, "
 	       "user space only.\n", runs);
