@@ -99,6 +99,17 @@ struct fleet_dest {
 	struct agile_resolved fleet_config; /* adaptive: the fleet's bounds */
 	uint64_t ctl_tag;
 	struct agile_redis conn;
+	int32_t io_owner;                 /* pid lock: one thread on conn */
+	/* This process's asynchronous LEASE, if any (fetch_async). */
+	int32_t pending_pid;              /* the process that sent it; 0 none */
+	uint64_t pending_turn;            /* the turn it holds meanwhile */
+	int64_t pending_send_ns;
+	int64_t pending_deadline;
+	uint64_t pending_number;          /* the lease number it will be */
+	/* This process's own calls per 100 ms, to tell whether it calls often
+	 * enough to collect an asynchronous lease in time. */
+	int64_t proc_window_ns;
+	uint64_t proc_count, proc_last;
 	char key[KEY_COUNT][AGILE_RULE_NAME_MAX + 16];
 };
 
@@ -609,19 +620,29 @@ static int eval(struct fleet_dest *f, int script, int nkeys, const char **keys,
 	int64_t start = agile__now_ns();
 	int rc;
 
+	pid_lock(&f->io_owner);
+	if (__atomic_load_n(&f->pending_pid, __ATOMIC_ACQUIRE) != 0) {
+		/* An asynchronous LEASE never collected: its turn expired, or
+		 * this holder would not be here.  Its reply would be read as
+		 * this call's, so the connection goes with it. */
+		agile_redis_drop(&f->conn);
+		__atomic_store_n(&f->pending_pid, 0, __ATOMIC_RELEASE);
+	}
 	agile__enter();
 	rc = agile_redis_eval(&f->conn, script, nkeys, keys, nargs, args, lens,
 	                      reply, deadline);
 	agile__leave();
+	pid_unlock(&f->io_owner);
 	agile__add_u64(&f->rec->round_trips, f->conn.round_trips - before);
 	agile__max_u64((uint64_t *)&f->rec->max_wait_ns,
 	               (uint64_t)(agile__now_ns() - start));
 	return rc;
 }
 
-/* How many slots to ask for: about LEASE_SPAN of this host's demand, or as
- * many as callers found none since the last lease if more, within
- * LEASE_SPAN of the whole fleet's rate. */
+/* How many slots to ask for: about LEASE_SPAN of this host's demand (its
+ * admissions per second, smoothed over DEMAND_TAU_S), or as many as calls
+ * found none since the last lease if more, within LEASE_SPAN of the whole
+ * fleet's rate. */
 static uint64_t lease_want(struct fleet_dest *f, int64_t now)
 {
 	struct agile_fleet_record *rec = f->rec;
@@ -640,9 +661,10 @@ static uint64_t lease_want(struct fleet_dest *f, int64_t now)
 		 * functions the core uses (lazymath.c). */
 		demand += (1 - exp2(-elapsed / (DEMAND_TAU_S * M_LN2))) *
 		          (sample - demand);
-	} else if (demand <= 0) {
-		demand = agile_rate_rate(&f->slot->limiter);
 	}
+	/* The first lease is sized by the calls waiting for it alone: a
+	 * guess from the local rate would hoard the fleet's slots for a host
+	 * that may want a few. */
 	agile__store_double(&rec->demand_per_s, demand);
 	want = ceil(demand * LEASE_SPAN_NS / AGILE_NS_PER_S);
 	starved = (double)__atomic_exchange_n(&rec->starved, 0,
@@ -665,86 +687,95 @@ static uint64_t lease_want(struct fleet_dest *f, int64_t now)
 	return want < 1 ? 1 : (uint64_t)want;
 }
 
-/*
- * Fetch one lease (the caller holds the turn `mine`), by `deadline`.
- * Returns 0 when Redis answered (with slots or with "full until"), or a
- * negative errno after switching to the fallback.
- */
-static int fetch(struct fleet_dest *f, uint64_t mine, int64_t deadline)
+/* One LEASE call's arguments, and what applying its reply needs. */
+struct lease_call {
+	char want[24], max[24], rate[32], horizon[24], quota[16], span[24];
+	char validity[24], hb[24], back[64], from[16], to[16], id[64];
+	const char *keys[4];
+	const char *args[14];
+	int64_t send_ns;    /* local time the request went out */
+	uint64_t number;    /* the lease number it will be installed as */
+};
+
+static void lease_prepare(struct fleet_dest *f, struct lease_call *lc,
+                          int64_t now)
 {
 	struct agile_fleet_record *rec = f->rec;
 	const struct agile_fleet_rule *fr = &f->rule->fleet;
-	const struct agile_resp *r;
-	const char *keys[4] = { f->key[KEY_TAT], f->key[KEY_WINDOW],
-	                        f->key[KEY_HOSTS], f->key[KEY_FLEET] };
-	char want_s[24], max_s[24], rate_s[32], horizon_s[24], quota_s[16];
-	char span_s[24], validity_s[24], hb_s[24], back_s[64], from_s[16];
-	char to_s[16], id_s[64];
-	const char *args[14];
-	int64_t send_ns = agile__now_ns(), recv_ns, retry_us = 0;
-	int64_t validity = WINDOW_VALIDITY_NS;
-	uint64_t want = lease_want(f, send_ns);
 	uint64_t handback = __atomic_exchange_n(&rec->handback, 0,
 	                                        __ATOMIC_ACQ_REL);
-	uint64_t number = agile__load_u64(&rec->leases);
-	double start = 0, interval = 0, rate = 0;
-	int64_t n = 0, hosts = 0;
-	int rc;
+	double fleet_rate = agile__load_double(&rec->fleet_rate);
 
-	snprintf(want_s, sizeof(want_s), "%llu", (unsigned long long)want);
-	snprintf(max_s, sizeof(max_s), "%lld", (long long)fr->max_rate);
-	format_decimal(rate_s, sizeof(rate_s),
-	               agile__load_double(&rec->fleet_rate) > 0
-	               ? agile__load_double(&rec->fleet_rate)
+	lc->send_ns = now;
+	lc->number = agile__load_u64(&rec->leases);
+	snprintf(lc->want, sizeof(lc->want), "%llu",
+	         (unsigned long long)lease_want(f, now));
+	snprintf(lc->max, sizeof(lc->max), "%lld", (long long)fr->max_rate);
+	format_decimal(lc->rate, sizeof(lc->rate), fleet_rate > 0 ? fleet_rate
 	               : (double)f->fleet_config.initial_rate);
-	snprintf(horizon_s, sizeof(horizon_s), "%lld",
+	snprintf(lc->horizon, sizeof(lc->horizon), "%lld",
 	         (long long)(HORIZON_NS / AGILE_NS_PER_US));
-	snprintf(quota_s, sizeof(quota_s), "%d", (int)fr->window);
-	snprintf(span_s, sizeof(span_s), "%lld",
+	snprintf(lc->quota, sizeof(lc->quota), "%d", (int)fr->window);
+	snprintf(lc->span, sizeof(lc->span), "%lld",
 	         (long long)(fr->window_span_ns / AGILE_NS_PER_US));
-	snprintf(validity_s, sizeof(validity_s), "%lld",
-	         (long long)(validity / AGILE_NS_PER_US));
-	snprintf(hb_s, sizeof(hb_s), "%lld",
+	snprintf(lc->validity, sizeof(lc->validity), "%lld",
+	         (long long)(WINDOW_VALIDITY_NS / AGILE_NS_PER_US));
+	snprintf(lc->hb, sizeof(lc->hb), "%lld",
 	         (long long)(HEARTBEAT_NS / AGILE_NS_PER_US));
-	back_s[0] = '\0';
+	lc->back[0] = '\0';
 	if (handback != 0)
-		snprintf(back_s, sizeof(back_s), "%s:%llu", host_id,
+		snprintf(lc->back, sizeof(lc->back), "%s:%llu", host_id,
 		         (unsigned long long)((handback >> 32) - 1));
-	snprintf(from_s, sizeof(from_s), "%u",
+	snprintf(lc->from, sizeof(lc->from), "%u",
 	         (unsigned)((handback >> 16) & 0xffff));
-	snprintf(to_s, sizeof(to_s), "%u", (unsigned)(handback & 0xffff));
-	snprintf(id_s, sizeof(id_s), "%s:%llu", host_id,
-	         (unsigned long long)number);
-	args[0] = host_id;
-	args[1] = want_s;
-	args[2] = max_s;
-	args[3] = rate_s;
-	args[4] = fr->mode == AGILE_FLEET_ADAPTIVE ? "1" : "0";
-	args[5] = horizon_s;
-	args[6] = quota_s;
-	args[7] = span_s;
-	args[8] = validity_s;
-	args[9] = hb_s;
-	args[10] = back_s;
-	args[11] = from_s;
-	args[12] = to_s;
-	args[13] = id_s;
-	rc = eval(f, AGILE_SCRIPT_LEASE, 4, keys, 14, args, NULL, &r, deadline);
-	recv_ns = agile__now_ns();
-	if (rc == 0 && (r->type != AGILE_RESP_ARRAY || r->count != 6 ||
-	                agile_resp_int64(&r->element[0], &n) < 0 ||
-	                agile_resp_double(&r->element[1], &start) < 0 ||
-	                agile_resp_double(&r->element[2], &interval) < 0 ||
-	                agile_resp_int64(&r->element[3], &retry_us) < 0 ||
-	                agile_resp_int64(&r->element[4], &hosts) < 0 ||
-	                agile_resp_double(&r->element[5], &rate) < 0)) {
+	snprintf(lc->to, sizeof(lc->to), "%u", (unsigned)(handback & 0xffff));
+	snprintf(lc->id, sizeof(lc->id), "%s:%llu", host_id,
+	         (unsigned long long)lc->number);
+	lc->keys[0] = f->key[KEY_TAT];
+	lc->keys[1] = f->key[KEY_WINDOW];
+	lc->keys[2] = f->key[KEY_HOSTS];
+	lc->keys[3] = f->key[KEY_FLEET];
+	lc->args[0] = host_id;
+	lc->args[1] = lc->want;
+	lc->args[2] = lc->max;
+	lc->args[3] = lc->rate;
+	lc->args[4] = fr->mode == AGILE_FLEET_ADAPTIVE ? "1" : "0";
+	lc->args[5] = lc->horizon;
+	lc->args[6] = lc->quota;
+	lc->args[7] = lc->span;
+	lc->args[8] = lc->validity;
+	lc->args[9] = lc->hb;
+	lc->args[10] = lc->back;
+	lc->args[11] = lc->from;
+	lc->args[12] = lc->to;
+	lc->args[13] = lc->id;
+}
+
+/*
+ * Apply LEASE's reply `r`, received at recv_ns, of a call sent at send_ns
+ * as lease `number` (the caller holds the turn `mine`): install the slots,
+ * or note when the fleet has room again.  0, or -EPROTO for a reply that is
+ * not LEASE's (the caller then falls back).
+ */
+static int lease_apply(struct fleet_dest *f, uint64_t mine, int64_t send_ns,
+                       uint64_t number, const struct agile_resp *r,
+                       int64_t recv_ns)
+{
+	struct agile_fleet_record *rec = f->rec;
+	const struct agile_fleet_rule *fr = &f->rule->fleet;
+	double start = 0, interval = 0, rate = 0;
+	int64_t n = 0, hosts = 0, retry_us = 0;
+
+	if (r->type != AGILE_RESP_ARRAY || r->count != 6 ||
+	    agile_resp_int64(&r->element[0], &n) < 0 ||
+	    agile_resp_double(&r->element[1], &start) < 0 ||
+	    agile_resp_double(&r->element[2], &interval) < 0 ||
+	    agile_resp_int64(&r->element[3], &retry_us) < 0 ||
+	    agile_resp_int64(&r->element[4], &hosts) < 0 ||
+	    agile_resp_double(&r->element[5], &rate) < 0) {
 		snprintf(f->conn.error, sizeof(f->conn.error),
 		         "LEASE answered something else than its six values");
-		rc = -EPROTO;
-	}
-	if (rc < 0) {
-		redis_failed(f, recv_ns);
-		return rc;
+		return -EPROTO;
 	}
 	if (hosts > 0)
 		agile__store_u32(&rec->hosts, (uint32_t)hosts);
@@ -757,8 +788,8 @@ static int fetch(struct fleet_dest *f, uint64_t mine, int64_t deadline)
 		int64_t spacing = (int64_t)llround(interval * AGILE_NS_PER_US);
 		int64_t expires = first + n * spacing + LEASE_GRACE_NS;
 
-		if (fr->window > 0 && send_ns + validity < expires)
-			expires = send_ns + validity;
+		if (fr->window > 0 && send_ns + WINDOW_VALIDITY_NS < expires)
+			expires = send_ns + WINDOW_VALIDITY_NS;
 		lease_install(rec, first, spacing, (uint64_t)n, expires,
 		              fr->window > 0 ? number + 1 : 0);
 		agile__add_u64(&rec->slots_leased, (uint64_t)n);
@@ -770,6 +801,112 @@ static int fetch(struct fleet_dest *f, uint64_t mine, int64_t deadline)
 	}
 	redis_answered(f);
 	return 0;
+}
+
+/*
+ * Fetch one lease (the caller holds the turn `mine`), by `deadline`.
+ * Returns 0 when Redis answered (with slots or with "full until"), or a
+ * negative errno after switching to the fallback.
+ */
+static int fetch(struct fleet_dest *f, uint64_t mine, int64_t deadline)
+{
+	struct lease_call lc;
+	const struct agile_resp *r;
+	int rc;
+
+	lease_prepare(f, &lc, agile__now_ns());
+	rc = eval(f, AGILE_SCRIPT_LEASE, 4, lc.keys, 14, lc.args, NULL, &r,
+	          deadline);
+	if (rc == 0)
+		rc = lease_apply(f, mine, lc.send_ns, lc.number, r,
+		                 agile__now_ns());
+	if (rc < 0)
+		redis_failed(f, agile__now_ns());
+	return rc;
+}
+
+/*
+ * The same without holding up the call that starts it: send the LEASE now
+ * and collect its reply in a later call of this process (collect_lease),
+ * keeping the turn meanwhile.  Only a process that makes calls often does
+ * this (maybe_prefetch), so its next call comes long before the slots
+ * left run out; if it does not, the turn expires and another process
+ * fetches as usual.
+ */
+static void fetch_async(struct fleet_dest *f, uint64_t mine, int64_t deadline)
+{
+	struct lease_call lc;
+	uint64_t before;
+	int rc;
+
+	if (!pid_lock_try(&f->io_owner)) {
+		turn_release(f, mine);
+		return;
+	}
+	lease_prepare(f, &lc, agile__now_ns());
+	before = f->conn.round_trips;
+	agile__enter();
+	rc = agile_redis_eval_send(&f->conn, AGILE_SCRIPT_LEASE, 4, lc.keys, 14,
+	                           lc.args, NULL, deadline);
+	agile__leave();
+	agile__add_u64(&f->rec->round_trips, f->conn.round_trips - before);
+	if (rc < 0) {
+		pid_unlock(&f->io_owner);
+		redis_failed(f, agile__now_ns());
+		turn_release(f, mine);
+		return;
+	}
+	f->pending_turn = mine;
+	f->pending_send_ns = lc.send_ns;
+	f->pending_deadline = deadline;
+	f->pending_number = lc.number;
+	__atomic_store_n(&f->pending_pid, (int32_t)getpid(), __ATOMIC_RELEASE);
+	pid_unlock(&f->io_owner);
+}
+
+/* Collect this process's asynchronous LEASE, if it has one: waiting for
+ * it until its deadline when `wait`, else only if it has arrived. */
+static void collect_lease(struct fleet_dest *f, bool wait)
+{
+	int32_t pid = __atomic_load_n(&f->pending_pid, __ATOMIC_ACQUIRE);
+	const struct agile_resp *r;
+	int64_t start;
+	int rc;
+
+	if (pid == 0)
+		return;
+	if (pid != (int32_t)getpid()) {
+		/* A fork child: the request and the turn are the parent's. */
+		f->pending_pid = 0;
+		return;
+	}
+	if (!pid_lock_try(&f->io_owner))
+		return;
+	if (f->pending_pid == 0) {
+		pid_unlock(&f->io_owner);
+		return;
+	}
+	start = agile__now_ns();
+	agile__enter();
+	rc = agile_redis_eval_collect(&f->conn, &r, f->pending_deadline, wait);
+	agile__leave();
+	if (rc == -EAGAIN) {
+		pid_unlock(&f->io_owner);
+		return;
+	}
+	if (wait)
+		agile__max_u64((uint64_t *)&f->rec->max_wait_ns,
+		               (uint64_t)(agile__now_ns() - start));
+	if (rc == 0)
+		rc = lease_apply(f, f->pending_turn, f->pending_send_ns,
+		                 f->pending_number, r, agile__now_ns());
+	/* NOSCRIPT or MOVED (-ESTALE) cost this lease only: the next fetch,
+	 * synchronous, reloads or follows. */
+	if (rc < 0 && rc != -ESTALE)
+		redis_failed(f, agile__now_ns());
+	turn_release(f, f->pending_turn);
+	__atomic_store_n(&f->pending_pid, 0, __ATOMIC_RELEASE);
+	pid_unlock(&f->io_owner);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -801,14 +938,36 @@ static void meter(struct agile_fleet_record *rec, int64_t now)
 	agile__store_u64(&rec->meter_round_trips, trips);
 }
 
-/* After taking a slot: fetch the next lease now if this one is running
- * out, so the callers after this one find slots without a round trip. */
+/* Count one call of this process, for proc_rate. */
+static void proc_count(struct fleet_dest *f, int64_t now)
+{
+	int64_t start = __atomic_load_n(&f->proc_window_ns, __ATOMIC_RELAXED);
+
+	if (now - start >= LEASE_SPAN_NS &&
+	    __atomic_compare_exchange_n(&f->proc_window_ns, &start, now, false,
+	                                __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&f->proc_last,
+		                 __atomic_exchange_n(&f->proc_count, 0,
+		                                     __ATOMIC_RELAXED),
+		                 __ATOMIC_RELAXED);
+	}
+	__atomic_add_fetch(&f->proc_count, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * After taking a slot: fetch the next lease now if this one is running
+ * out, so the calls after this one find slots without a round trip.  A
+ * process that makes at least half of the host's calls fetches it
+ * asynchronously (its next calls collect it, and no call waits for the
+ * round trip); another fetches it in this call, which then waits one round
+ * trip, so a short-lived process never leaves a request behind.
+ */
 static void maybe_prefetch(struct fleet_dest *f, int64_t now,
                            int64_t redis_deadline)
 {
 	struct agile_fleet_record *rec = f->rec;
-	double per_lease = agile__load_double(&rec->demand_per_s) *
-	                   LEASE_SPAN_NS / AGILE_NS_PER_S;
+	double demand = agile__load_double(&rec->demand_per_s);
+	double per_lease = demand * LEASE_SPAN_NS / AGILE_NS_PER_S;
 	uint64_t ahead, mine;
 
 	if (per_lease < PREFETCH_MIN_SLOTS || now >= redis_deadline ||
@@ -820,8 +979,13 @@ static void maybe_prefetch(struct fleet_dest *f, int64_t now,
 	mine = turn_claim(f, now);
 	if (mine == 0)
 		return;
-	fetch(f, mine, redis_deadline);
-	turn_release(f, mine);
+	if ((double)__atomic_load_n(&f->proc_last, __ATOMIC_RELAXED) >=
+	    per_lease / 2)
+		fetch_async(f, mine, now + timeout_of(f));
+	else {
+		fetch(f, mine, redis_deadline);
+		turn_release(f, mine);
+	}
 }
 
 int64_t agile__fleet_admit(int dest, int64_t now,
@@ -839,6 +1003,8 @@ int64_t agile__fleet_admit(int dest, int64_t now,
 	/* All the waiting on Redis one call may do, whatever happens. */
 	redis_deadline = now + timeout_of(f);
 	meter(rec, now);
+	proc_count(f, now);
+	collect_lease(f, false);
 	for (;;) {
 		uint32_t source = agile__load_u32(&rec->source);
 		uint64_t mine;
@@ -877,8 +1043,15 @@ int64_t agile__fleet_admit(int dest, int64_t now,
 		}
 		if (now >= redis_deadline)
 			break; /* this call's Redis budget is spent */
-		mine = turn_claim(f, now);
-		if (mine != 0) {
+		if (__atomic_load_n(&f->pending_pid, __ATOMIC_ACQUIRE) ==
+		    (int32_t)getpid()) {
+			/* This process's own lease is on its way (another
+			 * thread may be collecting it: then wait a little). */
+			collect_lease(f, true);
+			if (__atomic_load_n(&f->pending_pid,
+			                    __ATOMIC_ACQUIRE) != 0)
+				nap(TURN_POLL_NS);
+		} else if ((mine = turn_claim(f, now)) != 0) {
 			fetch(f, mine, redis_deadline);
 			turn_release(f, mine);
 		} else {

@@ -228,17 +228,22 @@ static int queue(struct agile_redis *c, int argc, const char *const *argv,
 	return 0;
 }
 
-/*
- * Send what is queued and read `count` replies into c->reply[].  On any
- * failure the connection is dropped: its stream position is unknown.
- */
-static int exchange(struct agile_redis *c, int count, int64_t deadline_ns)
+/* Why a step failed, in c->error, and the connection dropped: its stream
+ * position is unknown.  Returns rc. */
+static int broken(struct agile_redis *c, int rc)
 {
-	size_t sent = 0, parsed = 0, nodes = 0;
-	int got = 0, rc;
+	fail(c, rc, "%s", rc == -ETIMEDOUT ? "timed out" :
+	     rc == -ECONNRESET ? "connection closed by Redis" : strerror(-rc));
+	agile_redis_drop(c);
+	return rc;
+}
 
-	c->in_len = 0;
-	c->round_trips++;
+/* Send everything queued in c->out by the deadline. */
+static int send_queued(struct agile_redis *c, int64_t deadline_ns)
+{
+	size_t sent = 0;
+	int rc;
+
 	while (sent < c->out_len) {
 		ssize_t n = agile__libc.send(c->fd, c->out + sent,
 		                             c->out_len - sent,
@@ -253,34 +258,54 @@ static int exchange(struct agile_redis *c, int count, int64_t deadline_ns)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			rc = wait_for(c, POLLOUT, deadline_ns);
 			if (rc < 0)
-				goto fail;
+				return broken(c, rc);
 			continue;
 		}
-		rc = n < 0 ? -errno : -EPIPE;
-		goto fail;
+		return broken(c, n < 0 ? -errno : -EPIPE);
 	}
 	c->out_len = 0;
-	while (got < count) {
-		size_t used = 0;
-		ssize_t n = agile_resp_parse(c->in + parsed, c->in_len - parsed,
-		                             c->nodes + nodes,
-		                             AGILE_REDIS_NODES - nodes, &used);
+	return 0;
+}
 
-		if (n > 0) {
+/*
+ * Read until `count` replies are complete in c->in, into c->reply[].  The
+ * bytes already read are parsed again from the start on every call, so a
+ * caller may stop (wait false: -EAGAIN when bytes are missing) and come
+ * back later.  On any failure the connection is dropped.
+ */
+static int read_replies(struct agile_redis *c, int count, int64_t deadline_ns,
+                        bool wait)
+{
+	for (;;) {
+		size_t parsed = 0, nodes = 0;
+		int got = 0, rc;
+		ssize_t n = 1;
+
+		while (got < count) {
+			size_t used = 0;
+
+			n = agile_resp_parse(c->in + parsed, c->in_len - parsed,
+			                     c->nodes + nodes,
+			                     AGILE_REDIS_NODES - nodes, &used);
+			if (n <= 0)
+				break;
 			c->reply[got++] = &c->nodes[nodes];
 			nodes += used;
 			parsed += (size_t)n;
-			continue;
 		}
+		if (got == count)
+			return 0;
 		if (n < 0) {
-			rc = n == -ENOSPC ? fail(c, -EPROTO, "reply too large")
-			                  : fail(c, -EPROTO, "reply is not RESP");
-			goto drop;
+			fail(c, -EPROTO, n == -ENOSPC ? "reply too large"
+			                              : "reply is not RESP");
+			agile_redis_drop(c);
+			return -EPROTO;
 		}
 		if (c->in_len == AGILE_REDIS_BUFFER) {
-			rc = fail(c, -EPROTO, "reply longer than %d bytes",
-			          AGILE_REDIS_BUFFER);
-			goto drop;
+			fail(c, -EPROTO, "reply longer than %d bytes",
+			     AGILE_REDIS_BUFFER);
+			agile_redis_drop(c);
+			return -EPROTO;
 		}
 		n = agile__libc.recv(c->fd, c->in + c->in_len,
 		                     AGILE_REDIS_BUFFER - c->in_len,
@@ -289,27 +314,32 @@ static int exchange(struct agile_redis *c, int count, int64_t deadline_ns)
 			c->in_len += (size_t)n;
 			continue;
 		}
-		if (n == 0) {
-			rc = -ECONNRESET;
-			goto fail;
-		}
+		if (n == 0)
+			return broken(c, -ECONNRESET);
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			rc = -errno;
-			goto fail;
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return broken(c, -errno);
+		if (!wait) {
+			if (agile__now_ns() >= deadline_ns)
+				return broken(c, -ETIMEDOUT);
+			return -EAGAIN;
 		}
 		rc = wait_for(c, POLLIN, deadline_ns);
 		if (rc < 0)
-			goto fail;
+			return broken(c, rc);
 	}
-	return 0;
-fail:
-	fail(c, rc, "%s", rc == -ETIMEDOUT ? "timed out" :
-	     rc == -ECONNRESET ? "connection closed by Redis" : strerror(-rc));
-drop:
-	agile_redis_drop(c);
-	return rc;
+}
+
+/* One round trip: send what is queued, read `count` replies. */
+static int exchange(struct agile_redis *c, int count, int64_t deadline_ns)
+{
+	int rc;
+
+	c->in_len = 0;
+	c->round_trips++;
+	rc = send_queued(c, deadline_ns);
+	return rc < 0 ? rc : read_replies(c, count, deadline_ns, true);
 }
 
 /* The text of an error reply, for c->error. */
@@ -418,55 +448,71 @@ static int follow_moved(struct agile_redis *c, const struct agile_resp *r)
 	return 0;
 }
 
+/* Queue an EVALSHA of `script` on a connected c. */
+static int queue_eval(struct agile_redis *c, int script, int nkeys,
+                      const char *const *keys, int nargs,
+                      const char *const *args, const size_t *lens)
+{
+	const char *argv[3 + 16 + 24];
+	size_t argl[3 + 16 + 24];
+	char nk[16];
+	int argc = 0;
+
+	if (script < 0 || script >= c->script_count || nkeys > 16 || nargs > 24)
+		return fail(c, -EINVAL, "bad call");
+	snprintf(nk, sizeof(nk), "%d", nkeys);
+	argv[argc] = "EVALSHA";
+	argl[argc++] = (size_t)-1;
+	argv[argc] = c->sha[script];
+	argl[argc++] = (size_t)-1;
+	argv[argc] = nk;
+	argl[argc++] = (size_t)-1;
+	for (int i = 0; i < nkeys; i++) {
+		argv[argc] = keys[i];
+		argl[argc++] = (size_t)-1;
+	}
+	for (int i = 0; i < nargs; i++) {
+		argv[argc] = args[i];
+		argl[argc++] = lens != NULL ? lens[i] : (size_t)-1;
+	}
+	return queue(c, argc, argv, argl);
+}
+
+/* An error reply the next call can cure by itself: NOSCRIPT (Redis lost
+ * its scripts: drop, and the next connection loads them) or MOVED (point
+ * the connection at the slot's node).  Returns 1 when it was one. */
+static int cure(struct agile_redis *c, const struct agile_resp *r)
+{
+	if (agile_resp_is_error(r, "NOSCRIPT")) {
+		agile_redis_drop(c);
+		return 1;
+	}
+	if (agile_resp_is_error(r, "MOVED") && follow_moved(c, r) == 0)
+		return 1;
+	return 0;
+}
+
 int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
                      const char *const *keys, int nargs,
                      const char *const *args, const size_t *lens,
                      const struct agile_resp **out, int64_t deadline_ns)
 {
-	const char *argv[3 + 16 + 24];
-	size_t argl[3 + 16 + 24];
-	char nk[16];
-	int argc, rc;
+	int rc;
 
-	if (script < 0 || script >= c->script_count || nkeys > 16 || nargs > 24)
-		return fail(c, -EINVAL, "bad call");
 	for (int attempt = 0; attempt <= AGILE_REDIS_REDIRECTS; attempt++) {
 		const struct agile_resp *r;
 
 		rc = ensure_connected(c, deadline_ns);
 		if (rc < 0)
 			return rc;
-		snprintf(nk, sizeof(nk), "%d", nkeys);
-		argc = 0;
-		argv[argc] = "EVALSHA";
-		argl[argc++] = (size_t)-1;
-		argv[argc] = c->sha[script];
-		argl[argc++] = (size_t)-1;
-		argv[argc] = nk;
-		argl[argc++] = (size_t)-1;
-		for (int i = 0; i < nkeys; i++) {
-			argv[argc] = keys[i];
-			argl[argc++] = (size_t)-1;
-		}
-		for (int i = 0; i < nargs; i++) {
-			argv[argc] = args[i];
-			argl[argc++] = lens != NULL ? lens[i] : (size_t)-1;
-		}
-		if ((rc = queue(c, argc, argv, argl)) < 0)
+		if ((rc = queue_eval(c, script, nkeys, keys, nargs, args,
+		                     lens)) < 0)
 			return rc;
 		if ((rc = exchange(c, 1, deadline_ns)) < 0)
 			return rc;
 		r = c->reply[0];
-		if (agile_resp_is_error(r, "NOSCRIPT")) {
-			/* Redis restarted, or SCRIPT FLUSH: load again. */
-			agile_redis_drop(c);
+		if (cure(c, r))
 			continue;
-		}
-		if (agile_resp_is_error(r, "MOVED")) {
-			if (follow_moved(c, r) < 0)
-				return remote_error(c, r);
-			continue;
-		}
 		if (r->type == AGILE_RESP_ERROR)
 			return remote_error(c, r);
 		*out = r;
@@ -474,4 +520,41 @@ int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
 	}
 	return fail(c, -ELOOP, "more than %d redirections",
 	            AGILE_REDIS_REDIRECTS);
+}
+
+int agile_redis_eval_send(struct agile_redis *c, int script, int nkeys,
+                          const char *const *keys, int nargs,
+                          const char *const *args, const size_t *lens,
+                          int64_t deadline_ns)
+{
+	int rc = ensure_connected(c, deadline_ns);
+
+	if (rc < 0)
+		return rc;
+	if ((rc = queue_eval(c, script, nkeys, keys, nargs, args, lens)) < 0)
+		return rc;
+	c->in_len = 0;
+	c->round_trips++;
+	return send_queued(c, deadline_ns);
+}
+
+int agile_redis_eval_collect(struct agile_redis *c,
+                             const struct agile_resp **out,
+                             int64_t deadline_ns, bool wait)
+{
+	const struct agile_resp *r;
+	int rc;
+
+	if (c->fd < 0)
+		return fail(c, -ENOTCONN, "not connected");
+	rc = read_replies(c, 1, deadline_ns, wait);
+	if (rc < 0)
+		return rc;
+	r = c->reply[0];
+	if (cure(c, r))
+		return -ESTALE;
+	if (r->type == AGILE_RESP_ERROR)
+		return remote_error(c, r);
+	*out = r;
+	return 0;
 }

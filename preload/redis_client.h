@@ -96,4 +96,21 @@ int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
                      const char *const *args, const size_t *lens,
                      const struct agile_resp **out, int64_t deadline_ns);
 
+/*
+ * The same in two halves, for a round trip that should not hold up the
+ * call that starts it: send the EVALSHA (connecting first if needed, which
+ * does wait, within the deadline), and later collect its reply.  Collect
+ * returns 0 and *out; -EAGAIN when `wait` is false and the reply has not
+ * all arrived yet (before the deadline); -ESTALE when Redis answered
+ * NOSCRIPT or MOVED, which the next call cures by itself (reload, follow);
+ * any other negative errno as agile_redis_eval, the connection dropped.
+ */
+int agile_redis_eval_send(struct agile_redis *c, int script, int nkeys,
+                          const char *const *keys, int nargs,
+                          const char *const *args, const size_t *lens,
+                          int64_t deadline_ns);
+int agile_redis_eval_collect(struct agile_redis *c,
+                             const struct agile_resp **out,
+                             int64_t deadline_ns, bool wait);
+
 #endif /* AGILE_PRELOAD_REDIS_CLIENT_H */

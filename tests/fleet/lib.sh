@@ -14,11 +14,27 @@ need redis-cli
 CLIENT=$builddir/tests/fleet/fleet_client
 [ -x "$CLIENT" ] || fail "$CLIENT not built"
 
-# start_redis [ARGS...]: start a redis-server on a free loopback port in
-# $tmp/redis-PORT/ and wait for it; sets redis_port and redis_pid.  It is
-# stopped at exit with everything else the test started.
+# A free loopback port for a Redis Cluster node: the cluster bus listens
+# 10000 above it, so both must be free and the port at most 55535.
+cluster_port() {
+	python3 -c 'import random, socket
+for _ in range(100):
+    p = random.randrange(20000, 45000)
+    try:
+        for q in (p, p + 10000):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+    except OSError:
+        continue
+    print(p); break'
+}
+
+# start_redis [ARGS...]: start a redis-server on a free loopback port (or
+# on $redis_next_port) in $tmp/redis-PORT/ and wait for it; sets
+# redis_port and redis_pid.  It is stopped at exit with everything else
+# the test started.
 start_redis() {
-	redis_port=$(closed_port)
+	redis_port=${redis_next_port:-$(closed_port)}
+	redis_next_port=
 	mkdir -p "$tmp/redis-$redis_port"
 	(cd "$tmp/redis-$redis_port" &&
 	 exec redis-server --port "$redis_port" --bind 127.0.0.1 --save '' \
