@@ -4,15 +4,18 @@
 #
 # The server does 20 ms of work per request through 4 workers (capacity
 # 200 requests a second) and gives every connection a thread, so work waits
-# in its queue.  ab keeps 32 requests open for 6 s: unprotected, each waits
+# in its queue.  ab keeps 32 requests open for 5 s: unprotected, each waits
 # behind the others and the server's own handling time (request read to
 # response written) has a p99 well over 200 ms.  Behind AGILE_LISTEN_WEB
 # (max=64 slo=200ms preset=balanced tick=250ms slow_start=1.5
 # shed_response=503) the preload admits only as many connections as keep
 # the handling time near twice its quiet baseline and answers the others at
-# once with 503 (no Retry-After: none was configured): the server's p99 must
-# stay within the 200 ms SLO while it still serves at least a third of its
-# capacity (measured: 640 to 1050 of 1200 in 6 s).  (preset=balanced anchors the limit to the measured baseline;
+# once with 503 (no Retry-After: none was configured): the server's p99,
+# over the requests after the limiter's first second, must stay within the
+# 200 ms SLO while it still serves at least a third of its capacity
+# (measured: 700 to 900 of 1000 in 5 s).  The runs are short
+# because a flood of 503s keeps ab and the server busy on both CPUs, which
+# slows every other test of a parallel `make check` meanwhile.  (preset=balanced anchors the limit to the measured baseline;
 # under the default SLO anchor the median is held at 0.8 x SLO, which leaves
 # the tail above it.)  ab and the server run on different CPUs when there
 # are two, so the flood of 503s ab asks for cannot starve the workers.
@@ -39,7 +42,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
         self.wfile.flush()
         with lock:
-            out.write("%.6f\n" % (time.monotonic() - t0))
+            out.write("%.6f %.6f\n" % (t0, time.monotonic() - t0))
             out.flush()
     def log_message(self, *args):
         pass
@@ -79,18 +82,22 @@ serve() {
 		sleep 0.05
 	done
 	port=$(cat "$tmp/port")
-	$client_cpu ab -q -r -s 10 -c 32 -t 6 -n 1000000 "http://127.0.0.1:$port/" \
+	$client_cpu ab -q -r -s 10 -c 32 -t 5 -n 1000000 "http://127.0.0.1:$port/" \
 		>"$tmp/$1.ab" 2>&1 || fail "ab failed: $(tail -3 "$tmp/$1.ab")"
 	kill "$pid"
 	wait "$pid" 2>/dev/null || true
 }
 
-# p99 (ms) and count of a handling-time log.
+# p99 (ms) of a handling-time log over the requests that started at least
+# 1 s after the first (the limiter's first second is its ramp), and the
+# count of all of them.
 p99() {
 	python3 - "$1" <<'PY'
 import sys
-v = sorted(float(x) for x in open(sys.argv[1]))
-print("%.1f %d" % (v[min(len(v) - 1, int(len(v) * 0.99))] * 1000, len(v)))
+rows = [tuple(map(float, l.split())) for l in open(sys.argv[1])]
+first = min(t for t, _ in rows)
+v = sorted(d for t, d in rows if t >= first + 1)
+print("%.1f %d" % (v[min(len(v) - 1, int(len(v) * 0.99))] * 1000, len(rows)))
 PY
 }
 
@@ -105,14 +112,14 @@ for attempt in 1 2 3; do
 	set -- $(p99 "$tmp/guarded.log")
 	guarded_p99=$1 guarded_n=$2
 	note "attempt $attempt: p99 $guarded_p99 ms over $guarded_n served"
-	python3 -c "import sys; sys.exit(0 if $guarded_p99 <= 200 and $guarded_n >= 400 else 1)" && break
+	python3 -c "import sys; sys.exit(0 if $guarded_p99 <= 200 and $guarded_n >= 333 else 1)" && break
 done
 non2xx=$(sed -n 's/^Non-2xx responses: *//p' "$tmp/guarded.ab")
 note "unprotected: p99 $plain_p99 ms over $plain_n requests"
 note "behind AGILE_LISTEN_: p99 $guarded_p99 ms over $guarded_n served, ${non2xx:-0} answered 503"
 check "v[0] > 200" "unprotected, the server misses its SLO (the test tests something)" "$plain_p99"
 check "v[0] <= 200" "protected, its p99 stays within the 200 ms SLO" "$guarded_p99"
-check "v[0] >= 400" "it still serves at least a third of its capacity" "$guarded_n"
+check "v[0] >= 333" "it still serves at least a third of its capacity" "$guarded_n"
 check "v[0] > 0" "the excess is answered with 503" "${non2xx:-0}"
 check "v[0] > 0" "agilestat counts the shed connections" \
 	"$(stat_json web 'd["listener"]["shed"]')"

@@ -61,7 +61,7 @@ run() {
 		[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/$1.server")"
 		sleep 0.05
 	done
-	taskset -c 0 ab -q -r -s 10 -c 32 -t 4 -n 1000000 \
+	taskset -c 0 ab -q -r -s 10 -c 32 -t 3 -n 1000000 \
 		"http://127.0.0.1:$(cat "$tmp/port")/" >"$tmp/$1.ab" 2>&1 ||
 		fail "ab failed: $(tail -3 "$tmp/$1.ab")"
 	kill "$pid"
