@@ -16,34 +16,24 @@
 
 #define RATE_MAX INT64_C(1000000000) /* as rules.c: one grant per ns */
 
-const char *const agile_fleet_keys[] = {
-	"fleet_max", "fleet", "redis_timeout", NULL
+/* What each key expects, for messages. */
+static const struct {
+	const char *key;
+	const char *expect;
+} expects[] = {
+	{ "fleet_max", "expected a whole number of requests per second for "
+	  "the whole fleet, greater than 0" },
+	{ "fleet", "expected static or adaptive" },
+	{ "redis_timeout", "expected a duration from 1ms to 5s such as 50ms" },
+	{ "window", "expected N/SPAN,shared such as 50/10s,shared" },
 };
 
-static const char *const expects[] = {
-	"expected a whole number of requests per second for the whole fleet, "
-	"greater than 0",
-	"expected static or adaptive",
-	"expected a duration from 1ms to 5s such as 50ms",
-};
-
-const char *agile_fleet_key_expect(const char *key)
+static const char *expect_of(const char *key)
 {
-	for (int i = 0; agile_fleet_keys[i] != NULL; i++)
-		if (strcmp(key, agile_fleet_keys[i]) == 0)
-			return expects[i];
-	if (strcmp(key, "window") == 0)
-		return "expected N/SPAN,shared such as 50/10s,shared";
+	for (size_t i = 0; i < sizeof(expects) / sizeof(expects[0]); i++)
+		if (strcmp(key, expects[i].key) == 0)
+			return expects[i].expect;
 	return "";
-}
-
-const char *agile_fleet_mode_name(uint32_t mode)
-{
-	switch (mode) {
-	case AGILE_FLEET_STATIC: return "static";
-	case AGILE_FLEET_ADAPTIVE: return "adaptive";
-	default: return "none";
-	}
 }
 
 /* Digits only, at most `limit`: true and *out, or false. */
@@ -100,7 +90,7 @@ bool agile_fleet_window_is_shared(const char *value)
 int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
                         const char *value, char *why, size_t why_len)
 {
-	const char *expect = agile_fleet_key_expect(key);
+	const char *expect = expect_of(key);
 	uint64_t n;
 
 	if (*value == '\0')

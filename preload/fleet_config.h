@@ -78,20 +78,12 @@ bool agile_fleet_window_is_shared(const char *value);
 int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
                         const char *value, char *why, size_t why_len);
 
-/* The keys agile_fleet_setting reads, NULL-terminated, and what each
- * expects (for "unknown key" suggestions and messages). */
-extern const char *const agile_fleet_keys[];
-const char *agile_fleet_key_expect(const char *key);
-
 /*
  * What the settings say together, checked once the rule is read: returns
  * 0, or -EINVAL with a message in `why` and the offending setting undone
  * (fleet=adaptive without fleet_max is dropped back to none).
  */
 int agile_fleet_check(struct agile_fleet_rule *f, char *why, size_t why_len);
-
-/* "static", "adaptive" or "none". */
-const char *agile_fleet_mode_name(uint32_t mode);
 
 /* ------------------------------------------------------------------------ */
 /* AGILE_REDIS                                                               */
