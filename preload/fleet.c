@@ -616,7 +616,7 @@ static int eval(struct fleet_dest *f, int script, int nkeys, const char **keys,
                 int nargs, const char **args, const size_t *lens,
                 const struct agile_resp **reply, int64_t deadline)
 {
-	uint64_t before = f->conn.round_trips;
+	uint64_t before = f->conn.round_trips, connects = f->conn.connects;
 	int64_t start = agile__now_ns();
 	int rc;
 
@@ -636,6 +636,14 @@ static int eval(struct fleet_dest *f, int script, int nkeys, const char **keys,
 	agile__add_u64(&f->rec->round_trips, f->conn.round_trips - before);
 	agile__max_u64((uint64_t *)&f->rec->max_wait_ns,
 	               (uint64_t)(agile__now_ns() - start));
+	if (f->conn.connects != connects && agile__log_enabled(AGILE_LOG_INFO)) {
+		char where[300];
+
+		agile_redis_addr_format(&f->conn.addr, where, sizeof(where));
+		agile__log(AGILE_LOG_INFO, "destination %s: connected to Redis "
+		           "%s (descriptor %d)", f->rule->name, where,
+		           f->conn.fd);
+	}
 	return rc;
 }
 

@@ -118,9 +118,11 @@ static int map_buffers(struct agile_redis *c)
 	return 0;
 }
 
-/* The address as a sockaddr, resolved once per process.  A numeric
+/* The address as sockaddrs, resolved once per process.  A numeric
  * address costs nothing; a name costs one lookup, through the real
- * getaddrinfo (not the program's hook), the first time. */
+ * getaddrinfo (not the program's hook), the first time, and its first few
+ * addresses are tried in turn ("localhost" is often ::1 first, and a
+ * Redis bound to 127.0.0.1 refuses it). */
 static int resolve(struct agile_redis *c)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
@@ -128,14 +130,15 @@ static int resolve(struct agile_redis *c)
 	char port[8];
 	int rc;
 
-	if (c->sa_len > 0)
+	if (c->sa_count > 0)
 		return 0;
 	if (c->addr.path[0] != '\0') {
-		struct sockaddr_un *un = (struct sockaddr_un *)&c->sa;
+		struct sockaddr_un *un = (struct sockaddr_un *)&c->sa[0];
 
 		un->sun_family = AF_UNIX;
 		memcpy(un->sun_path, c->addr.path, strlen(c->addr.path) + 1);
-		c->sa_len = sizeof(*un);
+		c->sa_len[0] = sizeof(*un);
+		c->sa_count = 1;
 		return 0;
 	}
 	snprintf(port, sizeof(port), "%u", (unsigned)c->addr.port);
@@ -144,10 +147,16 @@ static int resolve(struct agile_redis *c)
 	if (rc != 0 || res == NULL)
 		return fail(c, -EHOSTUNREACH, "cannot resolve %.100s (%s)",
 		            c->addr.host, gai_strerror(rc));
-	memcpy(&c->sa, res->ai_addr, res->ai_addrlen);
-	c->sa_len = res->ai_addrlen;
+	for (struct addrinfo *ai = res;
+	     ai != NULL && c->sa_count < AGILE_REDIS_ADDRESSES; ai = ai->ai_next) {
+		if (ai->ai_addrlen > sizeof(c->sa[0]))
+			continue;
+		memcpy(&c->sa[c->sa_count], ai->ai_addr, ai->ai_addrlen);
+		c->sa_len[c->sa_count++] = ai->ai_addrlen;
+	}
 	freeaddrinfo(res);
-	return 0;
+	return c->sa_count > 0 ? 0 : fail(c, -EHOSTUNREACH, "%.100s has no "
+	                                  "usable address", c->addr.host);
 }
 
 /* Move fd to a high number, close-on-exec; returns the descriptor to use. */
@@ -170,22 +179,21 @@ static int move_high(int fd)
 	return high;
 }
 
-static int open_socket(struct agile_redis *c, int64_t deadline_ns)
+/* Connect to address i of c, by the deadline. */
+static int connect_to(struct agile_redis *c, int i, int64_t deadline_ns)
 {
+	const struct sockaddr_storage *sa = &c->sa[i];
 	struct stat st;
 	int fd, rc, error = 0;
 	socklen_t len = sizeof(error);
 	int one = 1;
 
-	rc = resolve(c);
-	if (rc < 0)
-		return rc;
-	fd = socket(c->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	            0);
 	if (fd < 0)
 		return fail(c, -errno, "socket: %s", strerror(errno));
 	c->fd = move_high(fd);
-	if (c->sa.ss_family != AF_UNIX)
+	if (sa->ss_family != AF_UNIX)
 		setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (fstat(c->fd, &st) != 0) {
 		rc = -errno;
@@ -196,7 +204,8 @@ static int open_socket(struct agile_redis *c, int64_t deadline_ns)
 	c->dev = (uint64_t)st.st_dev;
 	c->ino = (uint64_t)st.st_ino;
 	c->pid = (int32_t)getpid();
-	rc = agile__libc.connect(c->fd, (struct sockaddr *)&c->sa, c->sa_len);
+	rc = agile__libc.connect(c->fd, (const struct sockaddr *)sa,
+	                         c->sa_len[i]);
 	if (rc != 0 && errno != EINPROGRESS && errno != EAGAIN) {
 		rc = -errno;
 		agile_redis_drop(c);
@@ -216,6 +225,20 @@ static int open_socket(struct agile_redis *c, int64_t deadline_ns)
 	}
 	c->connects++;
 	return 0;
+}
+
+static int open_socket(struct agile_redis *c, int64_t deadline_ns)
+{
+	int rc = resolve(c);
+
+	for (int i = 0; rc == 0 && i < c->sa_count; i++) {
+		rc = connect_to(c, i, deadline_ns);
+		if (rc == 0 || rc == -ETIMEDOUT)
+			return rc;
+		if (i + 1 < c->sa_count)
+			rc = 0; /* refused or unreachable: the next address */
+	}
+	return rc;
 }
 
 static int queue(struct agile_redis *c, int argc, const char *const *argv,
@@ -342,11 +365,15 @@ static int exchange(struct agile_redis *c, int count, int64_t deadline_ns)
 	return rc < 0 ? rc : read_replies(c, count, deadline_ns, true);
 }
 
-/* The text of an error reply, for c->error. */
+/* The text of an error reply, for c->error (without the full stop some
+ * end with: it goes into a sentence). */
 static int remote_error(struct agile_redis *c, const struct agile_resp *r)
 {
-	return fail(c, -EREMOTE, "%.*s", (int)(r->len < 120 ? r->len : 120),
-	            r->str);
+	size_t len = r->len < 120 ? r->len : 120;
+
+	while (len > 0 && r->str[len - 1] == '.')
+		len--;
+	return fail(c, -EREMOTE, "%.*s", (int)len, r->str);
 }
 
 /* AUTH, SELECT and SCRIPT LOAD of every script, in one round trip. */
@@ -444,7 +471,7 @@ static int follow_moved(struct agile_redis *c, const struct agile_resp *r)
 	c->addr.host[colon - addr - 1] = '\0';
 	c->addr.port = (uint16_t)port;
 	c->addr.path[0] = '\0';
-	c->sa_len = 0;
+	c->sa_count = 0;
 	return 0;
 }
 

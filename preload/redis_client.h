@@ -49,6 +49,7 @@
 #define AGILE_REDIS_NODES 64        /* values in one round trip's replies */
 #define AGILE_REDIS_REPLIES 8       /* replies in one round trip */
 #define AGILE_REDIS_REDIRECTS 3     /* MOVED followed per call */
+#define AGILE_REDIS_ADDRESSES 4     /* addresses of a name tried in turn */
 
 struct agile_redis {
 	int fd;                  /* -1 when not connected */
@@ -56,8 +57,9 @@ struct agile_redis {
 	uint64_t dev, ino;       /* the socket's identity (fstat) */
 	struct agile_redis_addr addr; /* where it goes: AGILE_REDIS, or the
 	                                 node a MOVED named */
-	struct sockaddr_storage sa;   /* addr resolved, sa_len 0: not yet */
-	socklen_t sa_len;
+	struct sockaddr_storage sa[AGILE_REDIS_ADDRESSES]; /* addr resolved */
+	socklen_t sa_len[AGILE_REDIS_ADDRESSES];
+	int sa_count;                 /* 0: not resolved yet */
 	const char *const *scripts;   /* Lua sources, loaded on connect */
 	int script_count;
 	char sha[AGILE_REDIS_SCRIPTS_MAX][41]; /* their SHA1s, from Redis */
