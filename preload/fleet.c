@@ -9,12 +9,14 @@
  *
  * The Redis turn.  Only the process holding a destination's turn talks to
  * Redis for it, so a host makes one round trip at a time whatever its
- * number of processes, and a connection is used by one thread at a time.
- * The turn is a word claimed by compare-and-swap holding the holder's pid
- * and an expiry just past redis_timeout; a holder that dies or stalls
- * blocks the others until then at most, and before installing a lease it
- * checks it still holds the turn, so a stalled holder that wakes up late
- * does not write over its successor.
+ * number of processes.  The turn is a word claimed by compare-and-swap
+ * holding the holder's pid and an expiry two redis_timeouts away (a flush
+ * and a publish may share one turn); a holder that dies or stalls blocks
+ * the others until then at most, and before installing a lease it checks
+ * it still holds the turn, so a stalled holder that wakes up late does not
+ * write over its successor.  Within a process, the threads take turns on
+ * the connection with io_owner, since a lease fetched asynchronously is
+ * collected by whichever thread calls next.
  *
  * Time.  Redis answers with offsets from its own clock ("your slots start
  * 40 ms from now, 16.7 ms apart"); they are applied to this machine's
@@ -139,8 +141,9 @@ static struct scratch *scratch;
 /*
  * A process-local lock that a fork child never inherits held: the word is
  * the owner's pid, and a child finding its parent's pid there (the owner
- * thread does not exist in the child) takes it over.  Held for
- * microseconds, never across a wait on Redis.
+ * thread does not exist in the child) takes it over.  setup_owner is held
+ * for microseconds; scratch_owner and a destination's io_owner for one
+ * round trip at most, which redis_timeout bounds.
  */
 static int32_t setup_owner, scratch_owner;
 
@@ -1321,7 +1324,10 @@ bool agile__fleet_tick(struct agile_state_slot *s, int64_t now)
 	     now >= agile__load_i64(&f->rec->next_probe_ns))) {
 		int64_t deadline = now + timeout_of(f);
 
-		/* Wait for the turn as a caller would, within the timeout. */
+		/* Wait for the turn as a caller would, within the timeout;
+		 * a lease this process is fetching holds it, so take that
+		 * first. */
+		collect_lease(f, true);
 		while ((mine = turn_claim(f, agile__now_ns())) == 0 &&
 		       agile__now_ns() < deadline)
 			nap(TURN_POLL_NS);

@@ -71,5 +71,5 @@ for n in 1 2 3; do
 	won="$won $(host_json "$n" api 'f["steps_won"]')"
 done
 note "control steps won by each host:$won"
-check "15 <= v[0] + v[1] + v[2] <= 23" "one step ran per tick, on one host" $won
+check "10 <= v[0] + v[1] + v[2] <= 23" "at most one step ran per tick, on one host" $won
 check "sum(1 for x in v if x > 0) >= 2" "the hosts took turns" $won
