@@ -19,7 +19,7 @@ for i in 1 2 3; do
 	nodes="$nodes $redis_port"
 	eval "node$i=$redis_port"
 done
-# shellcheck disable=SC2086
+# shellcheck disable=SC2046
 redis-cli --cluster create $(for p in $nodes; do printf '127.0.0.1:%s ' "$p"; done) \
 	--cluster-replicas 0 --cluster-yes >"$tmp/cluster.log" 2>&1 ||
 	fail "redis-cli --cluster create failed: $(cat "$tmp/cluster.log")"
