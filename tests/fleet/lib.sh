@@ -14,6 +14,22 @@ need redis-cli
 CLIENT=$builddir/tests/fleet/fleet_client
 [ -x "$CLIENT" ] || fail "$CLIENT not built"
 
+# Every redis-server the test started: at exit each is continued (a test
+# may have stopped one with SIGSTOP, and a stopped process never acts on
+# cleanup's SIGTERM, so cleanup would wait for it forever) and killed,
+# before the usual cleanup runs with the test's exit status.
+redis_pids=""
+fleet_cleanup() {
+	fleet_status=$?
+	for pid_ in $redis_pids; do
+		kill -CONT "$pid_" 2>/dev/null || true
+		kill -9 "$pid_" 2>/dev/null || true
+	done
+	(exit "$fleet_status")
+	cleanup
+}
+trap fleet_cleanup EXIT
+
 # A free loopback port for a Redis Cluster node: the cluster bus listens
 # 10000 above it, so both must be free and the port at most 55535.
 cluster_port() {
@@ -41,6 +57,7 @@ start_redis() {
 		--appendonly no --daemonize no "$@" </dev/null >log 2>&1) &
 	redis_pid=$!
 	started "$redis_pid"
+	redis_pids="$redis_pids $redis_pid"
 	wait_redis "$redis_port"
 }
 
@@ -54,6 +71,7 @@ restart_redis() {
 		--appendonly no --daemonize no "$@" </dev/null >>log 2>&1) &
 	redis_pid=$!
 	started "$redis_pid"
+	redis_pids="$redis_pids $redis_pid"
 	wait_redis "$port_"
 }
 
