@@ -64,6 +64,15 @@
 #define HEARTBEAT_NS (3 * AGILE_NS_PER_S)
 /* Poll interval of a caller waiting for another process's round trip. */
 #define TURN_POLL_NS (100 * AGILE_NS_PER_US)
+/* An asynchronous lease keeps the turn this many round trips (and at least
+ * ASYNC_HOLD_MIN_NS, at most redis_timeout): long enough for a reply to
+ * arrive and a busy process to call again, short enough that a process
+ * that stops calling strands the others for no longer than that. */
+#define ASYNC_HOLD_RTTS 4
+#define ASYNC_HOLD_MIN_NS (10 * AGILE_NS_PER_MS)
+/* A process fetches asynchronously only when it makes at least this many
+ * calls per LEASE_SPAN itself (100 a second), so its next call is near. */
+#define ASYNC_MIN_CALLS 10
 /* Smoothing of the demand estimate that sizes leases. */
 #define DEMAND_TAU_S 0.5
 /* The published fleet controller outlives this many ticks of silence. */
@@ -102,6 +111,7 @@ struct fleet_dest {
 	uint64_t ctl_tag;
 	struct agile_redis conn;
 	int32_t io_owner;                 /* pid lock: one thread on conn */
+	int64_t rtt_ns;                   /* the last round trip's time */
 	/* This process's asynchronous LEASE, if any (fetch_async). */
 	int32_t pending_pid;              /* the process that sent it; 0 none */
 	uint64_t pending_turn;            /* the turn it holds meanwhile */
@@ -639,6 +649,8 @@ static int eval(struct fleet_dest *f, int script, int nkeys, const char **keys,
 	agile__add_u64(&f->rec->round_trips, f->conn.round_trips - before);
 	agile__max_u64((uint64_t *)&f->rec->max_wait_ns,
 	               (uint64_t)(agile__now_ns() - start));
+	if (rc == 0 && f->conn.connects == connects)
+		f->rtt_ns = agile__now_ns() - start;
 	if (f->conn.connects != connects && agile__log_enabled(AGILE_LOG_INFO)) {
 		char where[300];
 
@@ -867,6 +879,19 @@ static void fetch_async(struct fleet_dest *f, uint64_t mine, int64_t deadline)
 		turn_release(f, mine);
 		return;
 	}
+	/* Hold the turn only as long as the reply should take. */
+	{
+		int64_t hold = ASYNC_HOLD_RTTS * f->rtt_ns;
+		uint64_t shorter;
+
+		if (hold < ASYNC_HOLD_MIN_NS)
+			hold = ASYNC_HOLD_MIN_NS;
+		if (hold > timeout_of(f))
+			hold = timeout_of(f);
+		shorter = turn_word(agile__now_ns() + hold);
+		if (agile__cas_u64(&f->rec->turn, &mine, shorter))
+			mine = shorter;
+	}
 	f->pending_turn = mine;
 	f->pending_send_ns = lc.send_ns;
 	f->pending_deadline = deadline;
@@ -968,10 +993,10 @@ static void proc_count(struct fleet_dest *f, int64_t now)
 /*
  * After taking a slot: fetch the next lease now if this one is running
  * out, so the calls after this one find slots without a round trip.  A
- * process that makes at least half of the host's calls fetches it
- * asynchronously (its next calls collect it, and no call waits for the
- * round trip); another fetches it in this call, which then waits one round
- * trip, so a short-lived process never leaves a request behind.
+ * process that makes at least half of the host's calls, and 100 a second,
+ * fetches it asynchronously (its next calls collect it, and no call waits
+ * for the round trip); another fetches it in this call, which then waits
+ * one round trip, so a short-lived process never leaves a request behind.
  */
 static void maybe_prefetch(struct fleet_dest *f, int64_t now,
                            int64_t redis_deadline)
@@ -991,7 +1016,8 @@ static void maybe_prefetch(struct fleet_dest *f, int64_t now,
 	if (mine == 0)
 		return;
 	if ((double)__atomic_load_n(&f->proc_last, __ATOMIC_RELAXED) >=
-	    per_lease / 2)
+	    per_lease / 2 &&
+	    __atomic_load_n(&f->proc_last, __ATOMIC_RELAXED) >= ASYNC_MIN_CALLS)
 		fetch_async(f, mine, now + timeout_of(f));
 	else {
 		fetch(f, mine, redis_deadline);
