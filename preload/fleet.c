@@ -350,9 +350,11 @@ static void setup(struct fleet_dest *f, int dest)
 
 		agile_resolve(&ceiling, AGILE_KIND_RATE, &f->fleet_config);
 	}
+	/* The settings and the name of what is published; the blob's size
+	 * is checked on its own. */
 	f->ctl_tag = fnv(fnv(UINT64_C(14695981039346656037), &f->fleet_config,
 	                     sizeof(f->fleet_config)),
-	                 "agile_controller", sizeof(struct agile_controller));
+	                 "agile_controller", sizeof("agile_controller") - 1);
 	agile_redis_init(&f->conn, &redis_addr, scripts, AGILE_SCRIPT_COUNT);
 	for (int k = 0; k < KEY_COUNT; k++)
 		snprintf(f->key[k], sizeof(f->key[k]), "{agile:%s}:%s",
