@@ -3,6 +3,7 @@
  */
 #include "config.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -36,34 +37,41 @@ static size_t table_size_from_limit(void)
 	return n > FD_TABLE_CAP ? FD_TABLE_CAP : n;
 }
 
+/* Map the table, once per process, in whichever thread first needs it.
+ * Once: the size is written before the pointer is published and never
+ * again, so a reader that sees the pointer (acquire) reads a size that
+ * matches it.  Two threads racing to map it, each publishing the size it
+ * computed, could leave the size of one table next to the other (the
+ * limit may change between them), and the loser's store raced with the
+ * readers of the winner's.  A table that cannot be mapped stays NULL. */
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+
+static void table_init(void)
+{
+	size_t n = table_size_from_limit();
+	struct agile_fd *fresh = mmap(NULL, n * sizeof(*fresh),
+	                              PROT_READ | PROT_WRITE,
+	                              MAP_PRIVATE | MAP_ANONYMOUS |
+	                              MAP_NORESERVE, -1, 0);
+
+	if (fresh == MAP_FAILED) {
+		agile__log(AGILE_LOG_WARN, "cannot map the descriptor table "
+		           "(%zu entries): %m; sockets stay unthrottled", n);
+		return;
+	}
+	agile__fd_table_size = n;
+	__atomic_store_n(&agile__fd_table, fresh, __ATOMIC_RELEASE);
+}
+
 static struct agile_fd *table_map(void)
 {
 	struct agile_fd *table = __atomic_load_n(&agile__fd_table,
 	                                         __ATOMIC_ACQUIRE);
-	struct agile_fd *fresh, *expected = NULL;
-	size_t n;
 
 	if (table != NULL)
 		return table;
-	n = table_size_from_limit();
-	fresh = mmap(NULL, n * sizeof(*fresh), PROT_READ | PROT_WRITE,
-	             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (fresh == MAP_FAILED) {
-		agile__log(AGILE_LOG_WARN, "cannot map the descriptor table "
-		           "(%zu entries): %m; sockets stay unthrottled", n);
-		return NULL;
-	}
-	/* The size is published before the pointer, so a reader that sees the
-	 * pointer (acquire) sees a size that matches it. */
-	__atomic_store_n(&agile__fd_table_size, n, __ATOMIC_RELAXED);
-	if (!__atomic_compare_exchange_n(&agile__fd_table, &expected, fresh,
-	                                 false, __ATOMIC_ACQ_REL,
-	                                 __ATOMIC_ACQUIRE)) {
-		/* Another thread won; the size it stored is the same. */
-		munmap(fresh, n * sizeof(*fresh));
-		return expected;
-	}
-	return fresh;
+	pthread_once(&table_once, table_init);
+	return __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE);
 }
 
 struct agile_fd *agile__fd_entry(int fd)
