@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "atomics.h"
@@ -269,6 +270,7 @@ void agile__destinations_learn_hostent(const char *host,
 /* Open the state file once; on failure say so once.  Under attach_lock. */
 static void state_open_once(void)
 {
+	struct rlimit limit;
 	char path[4096];
 	char why[160];
 	int rc;
@@ -278,6 +280,12 @@ static void state_open_once(void)
 	state_tried = 1;
 	agile_state_path(path, sizeof(path));
 	rc = agile_state_open_rw(path, &state_map, why, sizeof(why));
+	if (rc == -EMFILE && agile__nofile_raise(&limit)) {
+		/* The program has used every descriptor it allows itself;
+		 * the file is closed again once mapped. */
+		rc = agile_state_open_rw(path, &state_map, why, sizeof(why));
+		agile__nofile_restore(&limit);
+	}
 	if (rc < 0) {
 		agile__log(agile__strict() ? AGILE_LOG_ERROR : AGILE_LOG_WARN,
 		           "cannot use state file %s: %s; each destination gets "

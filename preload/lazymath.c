@@ -28,8 +28,10 @@
 #include <gnu/lib-names.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "lazymath.h"
+#include "process.h"
 #include "symbols.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
@@ -59,12 +61,19 @@ static void *find(void *libm, const char *name)
 
 static void bind_all(void)
 {
+	struct rlimit limit;
 	void *libm;
 
 	/* dlopen reads and closes files through the hooked functions; they
 	 * pass straight through while the preload is busy. */
 	agile__enter();
 	libm = dlopen(LIBM_SO, RTLD_LAZY | RTLD_LOCAL);
+	if (libm == NULL && agile__nofile_raise(&limit)) {
+		/* The program may have used every descriptor it allows
+		 * itself: without libm the preload could not throttle. */
+		libm = dlopen(LIBM_SO, RTLD_LAZY | RTLD_LOCAL);
+		agile__nofile_restore(&limit);
+	}
 	if (BIND(ceil) && BIND(exp2) && BIND(fmax) && BIND(llround) &&
 	    BIND(pow) && BIND(sqrt))
 		__atomic_store_n(&bind_status, 0, __ATOMIC_RELEASE);

@@ -12,10 +12,12 @@
  */
 #include "config.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "destinations.h"
@@ -49,6 +51,37 @@ bool agile__in_vfork_child(void)
 	pid_t owner = __atomic_load_n(&owner_pid, __ATOMIC_RELAXED);
 
 	return owner != 0 && getpid() != owner;
+}
+
+/* Enough for any one opening the preload makes: libm, or the state file
+ * with its temporary copy and /proc's boot id. */
+#define NOFILE_SPARE 4
+
+bool agile__nofile_raise(struct rlimit *saved)
+{
+	int saved_errno = errno;
+	struct rlimit more;
+	bool raised = false;
+
+	if (getrlimit(RLIMIT_NOFILE, saved) == 0 &&
+	    saved->rlim_cur != RLIM_INFINITY &&
+	    saved->rlim_cur < saved->rlim_max) {
+		more = *saved;
+		more.rlim_cur = saved->rlim_max - saved->rlim_cur > NOFILE_SPARE
+		                ? saved->rlim_cur + NOFILE_SPARE
+		                : saved->rlim_max;
+		raised = setrlimit(RLIMIT_NOFILE, &more) == 0;
+	}
+	errno = saved_errno;
+	return raised;
+}
+
+void agile__nofile_restore(const struct rlimit *saved)
+{
+	int saved_errno = errno;
+
+	setrlimit(RLIMIT_NOFILE, saved);
+	errno = saved_errno;
 }
 
 void agile__strict_exit(void)

@@ -28,6 +28,20 @@ void agile__process_register_atfork(void);
  */
 bool agile__in_vfork_child(void);
 
+/*
+ * The preload's own descriptors, when the program has used all it allowed
+ * itself.  The preload opens a file only briefly (libm at the first connect,
+ * the state file once), so a program at its RLIMIT_NOFILE soft limit would
+ * otherwise cost the preload libm (and with it throttling altogether) or the
+ * shared budget.  agile__nofile_raise lifts the soft limit by a few
+ * descriptors, never past the hard limit, and stores the old limit in
+ * *saved for agile__nofile_restore; false when it cannot (the soft limit is
+ * the hard one).  errno is preserved by both.
+ */
+struct rlimit;
+bool agile__nofile_raise(struct rlimit *saved);
+void agile__nofile_restore(const struct rlimit *saved);
+
 /* Stop the process because of a failure under AGILE_STRICT=1. */
 __attribute__((noreturn)) void agile__strict_exit(void);
 

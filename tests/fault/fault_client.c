@@ -17,9 +17,11 @@
  *                signal interrupts fails with EINTR; a send must never do
  *                so (it has room in the socket buffer, so without the
  *                preload it never blocks); receives retry on EINTR
- *   -f LIMIT     lower RLIMIT_NOFILE to LIMIT and fill every free descriptor
- *                with /dev/null before each request, leaving exactly one
- *                for the request's socket: the preload has none of its own
+ *   -f LIMIT     lower the soft RLIMIT_NOFILE to LIMIT and fill every free
+ *                descriptor with /dev/null before each request, leaving
+ *                exactly one for the request's socket: the preload has none
+ *                of its own
+ *   -F LIMIT     the same with the hard limit lowered to LIMIT too
  *   -c           after the first request, close every descriptor (stdin,
  *                stdout and stderr too, with close() from 0 up to the limit,
  *                then close_range() and closefrom()), as a daemon might,
@@ -27,7 +29,8 @@
  *                summary then goes nowhere, the exit status alone reports
  *
  * Prints one line: "requests R failed F elapsed S signals K send_eintr E
- * recv_eintr I".  Exit 0 when every request got a response starting with
+ * recv_eintr I preload P", P being 1 when libagilepreload is mapped into
+ * the process.  Exit 0 when every request got a response starting with
  * "HTTP/" and no send failed with EINTR; 1 otherwise; 2 on bad usage.
  *
  * Built dynamically by make; tests/fault/exec.sh also builds it with
@@ -59,6 +62,7 @@ static const char *times_path;
 static bool nonblocking_connect;
 static long alarm_usec;
 static long fd_limit;
+static bool fd_limit_hard;
 static bool close_all;
 
 static volatile sig_atomic_t signals;
@@ -237,10 +241,25 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Whether the dynamic loader mapped the preload into this process. */
+static int preload_mapped(void)
+{
+	char line[4096];
+	int found = 0;
+	FILE *maps = fopen("/proc/self/maps", "r");
+
+	if (maps == NULL)
+		return 0;
+	while (!found && fgets(line, sizeof(line), maps) != NULL)
+		found = strstr(line, "libagilepreload") != NULL;
+	fclose(maps);
+	return found;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: fault_client [-t THREADS] [-n N] [-T FILE] "
-	        "[-b] [-a USEC] [-f LIMIT] [-c] PORT\n");
+	        "[-b] [-a USEC] [-f|-F LIMIT] [-c] PORT\n");
 	exit(2);
 }
 
@@ -250,7 +269,7 @@ int main(int argc, char **argv)
 	double start;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "t:n:T:ba:f:c")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:T:ba:f:F:c")) != -1) {
 		switch (opt) {
 		case 't': threads = atoi(optarg); break;
 		case 'n': requests = atoi(optarg); break;
@@ -258,6 +277,7 @@ int main(int argc, char **argv)
 		case 'b': nonblocking_connect = true; break;
 		case 'a': alarm_usec = atol(optarg); break;
 		case 'f': fd_limit = atol(optarg); break;
+		case 'F': fd_limit = atol(optarg); fd_limit_hard = true; break;
 		case 'c': close_all = true; break;
 		default: usage();
 		}
@@ -273,8 +293,12 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (fd_limit > 0) {
-		struct rlimit lim = { (rlim_t)fd_limit, (rlim_t)fd_limit };
+		struct rlimit lim;
 
+		getrlimit(RLIMIT_NOFILE, &lim);
+		lim.rlim_cur = (rlim_t)fd_limit;
+		if (fd_limit_hard)
+			lim.rlim_max = (rlim_t)fd_limit;
 		if (setrlimit(RLIMIT_NOFILE, &lim) != 0) {
 			perror("setrlimit");
 			return 2;
@@ -308,7 +332,8 @@ int main(int argc, char **argv)
 		setitimer(ITIMER_REAL, &off, NULL);
 	}
 	printf("requests %d failed %d elapsed %.3f signals %d send_eintr %d "
-	       "recv_eintr %d\n", threads * requests, failed, now_s() - start,
-	       (int)signals, send_eintr, recv_eintr);
+	       "recv_eintr %d preload %d\n", threads * requests, failed,
+	       now_s() - start, (int)signals, send_eintr, recv_eintr,
+	       preload_mapped());
 	return failed == 0 && send_eintr == 0 ? 0 : 1;
 }

@@ -1,0 +1,35 @@
+# lib.sh - helpers of the fault-injection tests (sourced), on top of
+# tests/preload/lib.sh: the TCP server they fault (server.py), their C client
+# (fault_client) and per-second counts of what the server saw.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+SERVER=$srcdir/tests/fault/server.py
+CLIENT=$builddir/tests/fault/fault_client
+[ -x "$CLIENT" ] || fail "$CLIENT not built"
+
+# start_server MODE NAME: start server.py in MODE (http or hold) and print
+# its port; its pid is in $tmp/NAME.pid, its logs in $tmp/NAME.accepts and
+# $tmp/NAME.requests.
+start_server() {
+	python3 "$SERVER" "$1" "$tmp/$2.port" "$tmp/$2" 120 \
+		</dev/null >"$tmp/$2.log" 2>&1 &
+	started $!
+	echo $! >"$tmp/$2.pid"
+	i=0
+	while [ ! -s "$tmp/$2.port" ]; do
+		i=$((i + 1))
+		[ "$i" -le 200 ] || fail "server $2 did not start: $(cat "$tmp/$2.log")"
+		sleep 0.05
+	done
+	cat "$tmp/$2.port"
+}
+
+# busiest_second FILE: the most times (lines of FILE, monotonic seconds)
+# inside any one second: in any window [t, t + 1 s) starting at a logged
+# time, which bounds every calendar second too.
+busiest_second() {
+	python3 - "$1" <<'PY'
+import bisect, sys
+t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
+print(max((bisect.bisect_left(t, x + 1.0) - i for i, x in enumerate(t)), default=0))
+PY
+}

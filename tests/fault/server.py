@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""server.py - the downstream of the fault-injection tests.
+
+    server.py MODE PORT_FILE LOG_PREFIX [LIFETIME_S]
+
+A threaded TCP server on 127.0.0.1.  Once it listens it writes its port to
+PORT_FILE, and it logs CLOCK_MONOTONIC seconds (the clock the preload paces
+on), one line each, to
+
+    LOG_PREFIX.accepts    every connection, when it was accepted
+    LOG_PREFIX.requests   every request, when its first byte arrived
+
+MODE is what it does with a request:
+
+    http   answer it (HTTP/1.0, then close the connection)
+    hold   never answer: the test kills the server with requests in flight
+
+It exits by itself after LIFETIME_S seconds (default 120), so a test that
+dies cannot leak it.
+"""
+import os
+import socket
+import sys
+import threading
+import time
+
+RESPONSE = (b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n"
+            b"Content-Length: 3\r\nConnection: close\r\n\r\nok\n")
+
+
+def main():
+    mode, port_file, prefix = sys.argv[1], sys.argv[2], sys.argv[3]
+    lifetime = float(sys.argv[4]) if len(sys.argv) > 4 else 120.0
+    lock = threading.Lock()
+    logs = {name: open("%s.%s" % (prefix, name), "a")
+            for name in ("accepts", "requests")}
+
+    def log(name, when):
+        with lock:
+            logs[name].write("%.6f\n" % when)
+            logs[name].flush()
+
+    def serve(conn):
+        data = b""
+        first = True
+        try:
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                if first:
+                    log("requests", time.monotonic())
+                    first = False
+                data += chunk
+            if mode == "http":
+                conn.sendall(RESPONSE)
+            else:
+                threading.Event().wait()
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(512)
+    threading.Timer(lifetime, lambda: os._exit(0)).start()
+    with open(port_file + ".tmp", "w") as f:
+        f.write("%d\n" % listener.getsockname()[1])
+    os.rename(port_file + ".tmp", port_file)
+    while True:
+        conn, _ = listener.accept()
+        log("accepts", time.monotonic())
+        threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+
+if __name__ == "__main__":
+    main()
