@@ -87,7 +87,12 @@ struct agile_fd {
 extern struct agile_fd *agile__fd_table;
 extern size_t agile__fd_table_size;
 
-/* The entry of a tracked fd, or NULL: the fast path of every hook. */
+/* The entry of a tracked fd, or NULL: the fast path of every hook.
+ * tracked is the entry's publication flag, loaded with acquire (a plain
+ * load on x86): a thread that sees it set sees the fields written before
+ * it was set, and a thread that sees it cleared by close sees the last
+ * owner's accesses finished, so it may reinitialise the entry for a new
+ * socket that got the same number. */
 static inline struct agile_fd *agile__fd_lookup(int fd)
 {
 	struct agile_fd *table = __atomic_load_n(&agile__fd_table,
@@ -95,7 +100,7 @@ static inline struct agile_fd *agile__fd_lookup(int fd)
 
 	if (table == NULL || fd < 0 || (size_t)fd >= agile__fd_table_size)
 		return NULL;
-	if (!__atomic_load_n(&table[fd].tracked, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&table[fd].tracked, __ATOMIC_ACQUIRE))
 		return NULL;
 	return &table[fd];
 }
