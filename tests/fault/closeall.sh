@@ -2,6 +2,8 @@
 # closeall.sh - a program that closes every descriptor, its stdin, stdout
 # and stderr included, keeps throttling and keeps its shared budget.
 #
+# tests/preload/torture.sh has a fork child close everything above stdio
+# and connect again; here stdio goes too, and the budget must stay shared.
 # The preload keeps no descriptor of its own: the state file is closed as
 # soon as it is mapped, so there is none for a daemonising program to close
 # from under it.  The client makes one request, then closes every

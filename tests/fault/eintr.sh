@@ -1,7 +1,10 @@
 #!/bin/sh
 # eintr.sh - a signal during a pacing wait runs the program's handler, and
-# the call behaves as it would without the preload.
+# the call behaves as it would without the preload, as C sees it.
 #
+# tests/preload/eintr.sh checks the wait from Python, which retries an
+# interrupted call by itself and so can never see an EINTR; this checks
+# the calls themselves.
 # The client installs a SIGALRM handler without SA_RESTART (so a blocking
 # call the signal interrupts fails with EINTR) and takes the signal every
 # 2 ms while it makes 10 requests at floor=max=10/s: nearly all of its

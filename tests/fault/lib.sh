@@ -23,13 +23,22 @@ start_server() {
 	cat "$tmp/$2.port"
 }
 
-# busiest_second FILE: the most times (lines of FILE, monotonic seconds)
-# inside any one second: in any window [t, t + 1 s) starting at a logged
-# time, which bounds every calendar second too.
+# busiest_second FILE: the most times (lines of FILE, in seconds) inside
+# any one second: in any window [t, t + 1 s) starting at a logged time.
 busiest_second() {
 	python3 - "$1" <<'PY'
 import bisect, sys
 t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
 print(max((bisect.bisect_left(t, x + 1.0) - i for i, x in enumerate(t)), default=0))
+PY
+}
+
+# busiest_calendar_second FILE: the most times inside one of the seconds
+# counted from the first time: [t0, t0 + 1), [t0 + 1, t0 + 2), ...
+busiest_calendar_second() {
+	python3 - "$1" <<'PY'
+import collections, sys
+t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
+print(max(collections.Counter(int(x - t[0]) for x in t).values(), default=0))
 PY
 }

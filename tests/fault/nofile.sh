@@ -15,9 +15,13 @@
 # brief openings, so the requests must be paced (at least 0.38 s) through
 # the shared budget (the state file counts them), with nothing on stderr.
 #
-# At the hard limit (no descriptor can be had at all): the preload cannot
-# load libm, says so in one line on stderr and stays out of the way; the
-# requests must all succeed, unpaced.  README.md lists this limit.
+# At the hard limit (no descriptor can be had at all) the requests must all
+# succeed, with one line on stderr.  Which line depends on the program: one
+# that has libm mapped already (a sanitizer's runtime brings it) costs the
+# preload no descriptor for it, and only the state file cannot be opened,
+# so the requests are paced by a limiter of the process's own; one without
+# libm cannot have it loaded, and the preload says so and stays out of the
+# way (unpaced).  README.md lists this limit.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/fault/lib.sh"
 need python3
 
@@ -36,6 +40,11 @@ out=$(preloaded "$CLIENT" -b -F 32 -n 5 "$port" 2>"$tmp/err") ||
 note "at the hard limit: $out"
 note "stderr: $(cat "$tmp/err")"
 check "v[0] == 1" "one line on stderr" "$(wc -l <"$tmp/err")"
-grep -q "^agilepreload: cannot load libm" "$tmp/err" ||
-	fail "not the libm message: $(cat "$tmp/err")"
+set -- $out
+if grep -q "^agilepreload: cannot use state file .*Too many open files" "$tmp/err"; then
+	check "v[0] >= 0.38" "libm was mapped: paced by the process's own limiter" "$6"
+else
+	grep -q "^agilepreload: cannot load libm" "$tmp/err" ||
+		fail "neither the libm nor the state file message: $(cat "$tmp/err")"
+fi
 check "v[0] == 10" "every request reached the server" "$(count_lines "$tmp/api.requests")"

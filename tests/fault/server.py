@@ -4,11 +4,15 @@
     server.py MODE PORT_FILE LOG_PREFIX [LIFETIME_S]
 
 A threaded TCP server on 127.0.0.1.  Once it listens it writes its port to
-PORT_FILE, and it logs CLOCK_MONOTONIC seconds (the clock the preload paces
-on), one line each, to
+PORT_FILE, and it logs times in seconds, one line each, to
 
     LOG_PREFIX.accepts    every connection, when it was accepted
-    LOG_PREFIX.requests   every request, when its first byte arrived
+                          (CLOCK_MONOTONIC, the clock the preload paces on)
+    LOG_PREFIX.requests   every request, when the kernel received its first
+                          byte (SO_TIMESTAMPNS, CLOCK_REALTIME): the thread
+                          that reads it may run much later on a loaded
+                          machine, and its clock would bunch requests up
+                          that arrived evenly spaced
 
 MODE is what it does with a request:
 
@@ -20,9 +24,13 @@ dies cannot leak it.
 """
 import os
 import socket
+import struct
 import sys
 import threading
 import time
+
+# Linux's SO_TIMESTAMPNS (and SCM_TIMESTAMPNS), which Python does not name.
+SO_TIMESTAMPNS = 35
 
 RESPONSE = (b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n"
             b"Content-Length: 3\r\nConnection: close\r\n\r\nok\n")
@@ -44,12 +52,17 @@ def main():
         data = b""
         first = True
         try:
+            conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             while b"\r\n\r\n" not in data:
-                chunk = conn.recv(4096)
+                chunk, anc, _, _ = conn.recvmsg(4096, socket.CMSG_SPACE(16))
                 if not chunk:
                     return
                 if first:
-                    log("requests", time.monotonic())
+                    stamp = [struct.unpack("qq", d[:16]) for level, kind, d
+                             in anc if level == socket.SOL_SOCKET and
+                             kind == SO_TIMESTAMPNS]
+                    log("requests", stamp[0][0] + stamp[0][1] / 1e9
+                        if stamp else time.time())
                     first = False
                 data += chunk
             if mode == "http":
