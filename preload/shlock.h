@@ -9,10 +9,15 @@
  * a few rounds) costs less than any sleeping lock.  A process killed inside a
  * section would leave the word set forever; so a waiter that has spun for a
  * millisecond checks the holder with kill(pid, 0) and, when it is gone,
- * takes the lock over with a compare-and-swap.  The data it then finds may
- * be half updated — one count in a breaker bucket, a quota counter — which
- * costs one miscounted call, never a stall.  Threads of one process share
- * the pid, which is fine: the word is a mutex, not an owner check.
+ * takes the lock over with a compare-and-swap.  A holder that is alive but
+ * has kept the word for half a second is taken over too: no section lasts
+ * that long, so it is stopped (SIGSTOP, a debugger), or it is not the
+ * holder at all but a new process given a dead holder's recycled pid, and
+ * waiting for either would stall every connect to the destination.  The
+ * data the new holder then finds may be half updated — one count in a
+ * breaker bucket, a quota counter — which costs one miscounted call, never
+ * a stall.  Threads of one process share the pid, which is fine: the word
+ * is a mutex, not an owner check.
  *
  * Draws come from getrandom(2), one syscall per draw: the breaker draws once
  * per connect, and a process-local generator would need reseeding at every
@@ -31,13 +36,21 @@
 #include "clock.h"
 #include "resilience.h"
 
+/* How long one holder may keep a lock before a waiter takes it over even
+ * though the holder's pid is alive (see above): far beyond any section and
+ * any scheduling delay (a CPU quota's throttling lasts up to its 100 ms
+ * period), and within the 1 s tick. */
+#define AGILE_SHLOCK_STALE_NS (500 * AGILE_NS_PER_MS)
+
 static inline void agile__shlock(struct agile_state_lock *l)
 {
 	int32_t self = (int32_t)getpid();
+	int32_t holder = 0;
 	int64_t since = 0;
 
 	for (unsigned int spins = 0;; spins++) {
 		int32_t seen = 0;
+		int64_t held;
 
 		if (__atomic_compare_exchange_n(&l->pid, &seen, self, false,
 		                                __ATOMIC_ACQUIRE,
@@ -46,12 +59,18 @@ static inline void agile__shlock(struct agile_state_lock *l)
 		if (spins < 64)
 			continue;
 		sched_yield();
-		if (since == 0) {
+		if (seen != holder || since == 0) {
+			/* A new holder: time it from now. */
+			holder = seen;
 			since = agile__now_ns();
-		} else if (agile__now_ns() - since > AGILE_NS_PER_MS &&
-		           seen != self && kill(seen, 0) != 0 &&
-		           errno == ESRCH) {
-			/* The holder died inside its section. */
+			continue;
+		}
+		held = agile__now_ns() - since;
+		if ((held > AGILE_NS_PER_MS && seen != self &&
+		     kill(seen, 0) != 0 && errno == ESRCH) ||
+		    held > AGILE_SHLOCK_STALE_NS) {
+			/* The holder died inside its section, or is stopped,
+			 * or its pid is now another process's. */
 			if (__atomic_compare_exchange_n(&l->pid, &seen, self,
 			                                false, __ATOMIC_ACQUIRE,
 			                                __ATOMIC_RELAXED))
