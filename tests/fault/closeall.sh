@@ -30,9 +30,10 @@ b=$!
 started "$a $b"
 sleep 0.5
 grep -q "$AGILE_STATE" "/proc/$a/maps" || fail "the state file is not mapped"
-if ls -l "/proc/$a/fd" | grep -q "$AGILE_STATE"; then
-	fail "a descriptor of the state file is open"
-fi
+for fd in "/proc/$a/fd"/*; do
+	[ "$(readlink "$fd")" != "$AGILE_STATE" ] ||
+		fail "a descriptor of the state file is open"
+done
 note "the state file is mapped, with no descriptor open"
 wait "$a" || fail "client 1 failed after closing every descriptor"
 wait "$b" || fail "client 2 failed after closing every descriptor"

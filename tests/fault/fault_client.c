@@ -22,6 +22,8 @@
  *                exactly one for the request's socket: the preload has none
  *                of its own
  *   -F LIMIT     the same with the hard limit lowered to LIMIT too
+ *   -r           make the socket calls with syscall(2) itself, as Go's
+ *                runtime does, not through the C library's functions
  *   -c           after the first request, close every descriptor (stdin,
  *                stdout and stderr too, with close() from 0 up to the limit,
  *                then close_range() and closefrom()), as a daemon might,
@@ -64,6 +66,7 @@ static long alarm_usec;
 static long fd_limit;
 static bool fd_limit_hard;
 static bool close_all;
+static bool raw_syscalls;
 
 static volatile sig_atomic_t signals;
 static int failed, send_eintr, recv_eintr;
@@ -147,6 +150,37 @@ static int connect_socket(int fd, const struct sockaddr_in *addr)
 	return 0;
 }
 
+/* One request made with raw system calls (-r): true when a response
+ * arrived. */
+static bool raw_request(const struct sockaddr_in *addr, const char *req,
+                        size_t len)
+{
+	char buf[512];
+	long n, have = 0;
+	bool ok = false;
+	long fd = syscall(SYS_socket, AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return false;
+	if (syscall(SYS_connect, fd, addr, sizeof(*addr)) == 0 &&
+	    syscall(SYS_sendto, fd, req, len, MSG_NOSIGNAL, NULL, 0) ==
+	    (long)len) {
+		for (;;) {
+			n = syscall(SYS_recvfrom, fd, buf + have,
+			            sizeof(buf) - 1 - (size_t)have, 0, NULL, NULL);
+			if (n <= 0)
+				break;
+			have += n;
+			if (have == (long)sizeof(buf) - 1)
+				break;
+		}
+		buf[have] = '\0';
+		ok = strncmp(buf, "HTTP/", 5) == 0;
+	}
+	syscall(SYS_close, fd);
+	return ok;
+}
+
 /* One request on a fresh connection: true when a response arrived. */
 static bool request(void)
 {
@@ -160,8 +194,11 @@ static bool request(void)
 	size_t have = 0;
 	ssize_t n;
 	bool ok = false;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd;
 
+	if (raw_syscalls)
+		return raw_request(&addr, req, sizeof(req) - 1);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return false;
 	if (connect_socket(fd, &addr) != 0)
@@ -259,7 +296,7 @@ static int preload_mapped(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: fault_client [-t THREADS] [-n N] [-T FILE] "
-	        "[-b] [-a USEC] [-f|-F LIMIT] [-c] PORT\n");
+	        "[-b] [-a USEC] [-f|-F LIMIT] [-r] [-c] PORT\n");
 	exit(2);
 }
 
@@ -269,7 +306,7 @@ int main(int argc, char **argv)
 	double start;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "t:n:T:ba:f:F:c")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:T:ba:f:F:rc")) != -1) {
 		switch (opt) {
 		case 't': threads = atoi(optarg); break;
 		case 'n': requests = atoi(optarg); break;
@@ -278,6 +315,7 @@ int main(int argc, char **argv)
 		case 'a': alarm_usec = atol(optarg); break;
 		case 'f': fd_limit = atol(optarg); break;
 		case 'F': fd_limit = atol(optarg); fd_limit_hard = true; break;
+		case 'r': raw_syscalls = true; break;
 		case 'c': close_all = true; break;
 		default: usage();
 		}

@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # lib.sh - helpers of the fault-injection tests (sourced), on top of
 # tests/preload/lib.sh: the TCP server they fault (server.py), their C client
 # (fault_client) and per-second counts of what the server saw.
