@@ -2,28 +2,24 @@
  * fleet_state.c - create, validate and map the fleet companion file, and
  * find a destination's record in it (layout in fleet_state.h).
  *
- * Linked into the preload and agilestat; prints nothing.  Creation follows
- * the state file's discipline (state.c): write a complete file under a
- * temporary name, then link() it into place when none exists, so racing
- * creators agree on one winner, or rename() it over a rejected file that is
- * still the very inode that was rejected.
+ * Linked into the preload and agilestat; prints nothing.  Opening, creating
+ * and replacing the file is shmfile.c's, as for the state file; this file
+ * supplies the fleet file's judge (agile_fleet_check_map) and writer.
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomics.h"
 #include "fleet_state.h"
+#include "shmfile.h"
 
 _Static_assert(offsetof(struct agile_fleet_record, turn) == 160, "turn");
 _Static_assert(offsetof(struct agile_fleet_record, lease) == 320, "lease");
@@ -32,6 +28,8 @@ _Static_assert(offsetof(struct agile_fleet_record, fallback_bucket) == 576,
 _Static_assert(offsetof(struct agile_fleet_record, admits) == 640, "admits");
 _Static_assert(offsetof(struct agile_fleet_record, last_error) == 768,
                "last_error");
+_Static_assert(sizeof(((struct agile_fleet_header *)0)->boot_id) ==
+               AGILE_SHMFILE_BOOT_ID_MAX, "boot id width");
 
 size_t agile_fleet_path(const char *state_path, char *buf, size_t len)
 {
@@ -40,29 +38,11 @@ size_t agile_fleet_path(const char *state_path, char *buf, size_t len)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-static void read_boot_id(char out[40])
-{
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
-
-	memset(out, 0, 40);
-	if (fd < 0)
-		return;
-	n = read(fd, out, 39);
-	close(fd);
-	if (n <= 0) {
-		memset(out, 0, 40);
-		return;
-	}
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
-		out[--n] = '\0';
-}
-
 int agile_fleet_check_map(const void *map, size_t size, char *why,
                           size_t why_len)
 {
 	const struct agile_fleet_header *h = map;
-	char boot_id[40];
+	char boot_id[AGILE_SHMFILE_BOOT_ID_MAX];
 
 #define REJECT(...) do { snprintf(why, why_len, __VA_ARGS__); \
 		return -EINVAL; } while (0)
@@ -84,7 +64,7 @@ int agile_fleet_check_map(const void *map, size_t size, char *why,
 	    memchr(h->host_id, '\0', sizeof(h->host_id)) == NULL ||
 	    h->host_id[0] == '\0')
 		REJECT("unterminated boot or host id");
-	read_boot_id(boot_id);
+	agile_shmfile_boot_id(boot_id);
 	if (strcmp(boot_id, h->boot_id) != 0)
 		REJECT("written before the last reboot (its clock is stale)");
 	for (unsigned int i = 0; i < AGILE_FLEET_RECORDS; i++) {
@@ -132,30 +112,12 @@ static void make_host_id(char out[AGILE_FLEET_HOST_ID_MAX])
 	         (unsigned long long)bits);
 }
 
-static int write_fresh(const char *tmp)
+/* shmfile's writer: the blocks are zero, so every record is FREE. */
+static void format_fresh(void *map)
 {
-	struct agile_fleet_header *h;
+	struct agile_fleet_header *h = map;
 	struct timespec ts;
-	void *p;
-	int fd, rc;
 
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	/* Reserve the blocks now: a store into a hole of a full tmpfs would
-	 * be a SIGBUS in the host program. */
-	rc = posix_fallocate(fd, 0, (off_t)AGILE_FLEET_SIZE);
-	if (rc != 0) {
-		close(fd);
-		return -rc;
-	}
-	p = mmap(NULL, AGILE_FLEET_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-	         0);
-	rc = p == MAP_FAILED ? -errno : 0;
-	close(fd);
-	if (rc < 0)
-		return rc;
-	h = p;
 	memcpy(h->magic, AGILE_FLEET_MAGIC, sizeof(h->magic));
 	h->version = AGILE_FLEET_VERSION;
 	h->header_size = sizeof(*h);
@@ -164,40 +126,21 @@ static int write_fresh(const char *tmp)
 	h->file_size = AGILE_FLEET_SIZE;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	h->created_unix_ns = (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
-	read_boot_id(h->boot_id);
+	agile_shmfile_boot_id(h->boot_id);
 	make_host_id(h->host_id);
+	/* Last, and released: a reader that sees READY sees the rest. */
 	__atomic_store_n(&h->ready, AGILE_FLEET_READY, __ATOMIC_RELEASE);
-	munmap(p, AGILE_FLEET_SIZE);
-	return 0;
 }
 
-/* As state.c's install_fresh: -EEXIST/-ESTALE mean "open it again". */
-static int install_fresh(const char *path, ino_t rejected_ino)
-{
-	char tmp[4096];
-	struct timespec now;
-	struct stat st;
-	int rc;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (snprintf(tmp, sizeof(tmp), "%s.%ld.%ld%09ld.tmp", path,
-	             (long)getpid(), (long)now.tv_sec, now.tv_nsec) >=
-	    (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	rc = write_fresh(tmp);
-	if (rc < 0) {
-		unlink(tmp);
-		return rc;
-	}
-	if (rejected_ino == 0)
-		rc = link(tmp, path) == 0 ? 0 : -errno;
-	else if (lstat(path, &st) == 0 && st.st_ino == rejected_ino)
-		rc = rename(tmp, path) == 0 ? 0 : -errno;
-	else
-		rc = -ESTALE;
-	unlink(tmp);
-	return rc;
-}
+/* Read-only, too, only a file of the exact size is mapped: agilestat
+ * reports any other by its size ("size N bytes, expected M"). */
+static const struct agile_shmfile_type fleet_file = {
+	.size = AGILE_FLEET_SIZE,
+	.header_size = 0,
+	.ro_any_size = false,
+	.validate = agile_fleet_check_map,
+	.format = format_fresh,
+};
 
 void agile_fleet_close(struct agile_fleet_map *m)
 {
@@ -210,109 +153,30 @@ void agile_fleet_close(struct agile_fleet_map *m)
 int agile_fleet_open_rw(const char *path, struct agile_fleet_map *out,
                         char *replaced_why, size_t why_len)
 {
-	char why[160];
-	int rc = -EAGAIN;
+	void *map;
+	int rc = agile_shmfile_open_rw(&fleet_file, path, &map, replaced_why,
+	                               why_len);
 
-	replaced_why[0] = '\0';
-	for (int attempt = 0; attempt < 4; attempt++) {
-		struct stat st;
-		void *p;
-		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-
-		if (fd < 0) {
-			if (errno != ENOENT)
-				return -errno;
-			rc = install_fresh(path, 0);
-			if (rc < 0 && rc != -EEXIST)
-				return rc;
-			continue;
-		}
-		if (fstat(fd, &st) != 0) {
-			rc = -errno;
-			close(fd);
-			return rc;
-		}
-		if (st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
-			close(fd);
-			return -EPERM;
-		}
-		if ((size_t)st.st_size == AGILE_FLEET_SIZE) {
-			p = mmap(NULL, AGILE_FLEET_SIZE, PROT_READ | PROT_WRITE,
-			         MAP_SHARED, fd, 0);
-			rc = p == MAP_FAILED ? -errno : 0;
-			close(fd);
-			if (rc < 0)
-				return rc;
-			if (agile_fleet_check_map(p, AGILE_FLEET_SIZE, why,
-			                          sizeof(why)) == 0) {
-				out->header = p;
-				out->size = AGILE_FLEET_SIZE;
-				return 0;
-			}
-			munmap(p, AGILE_FLEET_SIZE);
-		} else {
-			close(fd);
-			snprintf(why, sizeof(why), "size %lld bytes, expected "
-			         "%zu", (long long)st.st_size,
-			         (size_t)AGILE_FLEET_SIZE);
-		}
-		snprintf(replaced_why, why_len, "%s", why);
-		rc = install_fresh(path, st.st_ino);
-		if (rc < 0 && rc != -ESTALE)
-			return rc;
-	}
-	return rc;
+	if (rc < 0)
+		return rc;
+	out->header = map;
+	out->size = AGILE_FLEET_SIZE;
+	return 0;
 }
 
 int agile_fleet_open_ro(const char *path, struct agile_fleet_map *out,
                         char *why, size_t why_len)
 {
-	struct stat st;
-	void *p;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rc;
+	void *map;
+	size_t size;
+	int rc = agile_shmfile_open_ro(&fleet_file, path, &map, &size, why,
+	                               why_len);
 
-	why[0] = '\0';
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	if ((size_t)st.st_size != AGILE_FLEET_SIZE) {
-		close(fd);
-		snprintf(why, why_len, "size %lld bytes, expected %zu",
-		         (long long)st.st_size, (size_t)AGILE_FLEET_SIZE);
-		return -EINVAL;
-	}
-	p = mmap(NULL, AGILE_FLEET_SIZE, PROT_READ, MAP_SHARED, fd, 0);
-	rc = p == MAP_FAILED ? -errno : 0;
-	close(fd);
 	if (rc < 0)
 		return rc;
-	rc = agile_fleet_check_map(p, AGILE_FLEET_SIZE, why, why_len);
-	if (rc < 0) {
-		munmap(p, AGILE_FLEET_SIZE);
-		return rc;
-	}
-	out->header = p;
-	out->size = AGILE_FLEET_SIZE;
+	out->header = map;
+	out->size = size;
 	return 0;
-}
-
-static uint64_t name_hash(const char *name)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-
-	for (const char *c = name; *c != '\0'; c++)
-		h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
-	return h;
-}
-
-static bool pid_alive(int32_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
 /* Claim `r` from state `seen` and make it a fresh record for `name`. */
@@ -334,7 +198,8 @@ int agile_fleet_record_acquire(const struct agile_fleet_map *m,
                                const char *name, uint64_t config_hash,
                                struct agile_fleet_record **out)
 {
-	unsigned int home = (unsigned int)(name_hash(name) % AGILE_FLEET_RECORDS);
+	unsigned int home = (unsigned int)(agile_shmfile_name_hash(name) %
+	                                     AGILE_FLEET_RECORDS);
 
 	/* Linear probing from the name's home record, as the state file's
 	 * slots: records are never freed, so the first free one on the path
@@ -355,8 +220,9 @@ int agile_fleet_record_acquire(const struct agile_fleet_map *m,
 				/* Initialisation is a memset: microseconds,
 				 * unless its process died in it. */
 				struct timespec ts = { 0, 100000 };
+				int32_t pid = (int32_t)(st >> 8);
 
-				if (!pid_alive((int32_t)(st >> 8)) ||
+				if (!agile_shmfile_pid_alive(pid) ||
 				    spins > 2000) {
 					if (claim(r, st, name, config_hash))
 						break;

@@ -7,27 +7,22 @@
  * failure.  Every call the preload makes from here runs with its re-entrancy
  * guard set, so the libc calls below go straight to libc.
  *
- * Creation never exposes a half-written file: a fresh file is written under
- * a temporary name, filled, and then link()ed into place when no file exists
- * (so two processes racing to create agree on one winner: the loser's link
- * fails with EEXIST and it maps the winner's) or rename()d over a rejected
- * file (checked to be the very inode that was rejected, so a file another
- * process has just replaced is not replaced again).
+ * Opening, creating and replacing the file is shmfile.c's, shared with the
+ * fleet companion file; this file supplies the state file's judge
+ * (agile_state_check) and writer (agile_state_format).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "atomics.h"
+#include "shmfile.h"
 #include "state.h"
 
 _Static_assert(sizeof(struct agile_state_header) == 256, "header size");
@@ -38,6 +33,8 @@ _Static_assert(offsetof(struct agile_state_slot, limiter) ==
                8064 + sizeof(struct agile_state_resilience),
                "limiter offset");
 _Static_assert(sizeof(struct agile_state_slot) % 64 == 0, "slot alignment");
+_Static_assert(AGILE_STATE_BOOT_ID_MAX == AGILE_SHMFILE_BOOT_ID_MAX,
+               "boot id width");
 
 size_t agile_state_path(char *buf, size_t len)
 {
@@ -50,26 +47,6 @@ size_t agile_state_path(char *buf, size_t len)
 		n = snprintf(buf, len, "%s/agilepreload-%u.state",
 		             AGILE_STATE_DEFAULT_DIR, (unsigned int)getuid());
 	return n < 0 ? 0 : (size_t)n;
-}
-
-/* The current boot's id, NUL-padded; an empty string when unreadable (a
- * file written then still matches, which is the best we can do). */
-static void read_boot_id(char out[AGILE_STATE_BOOT_ID_MAX])
-{
-	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
-	ssize_t n = 0;
-
-	memset(out, 0, AGILE_STATE_BOOT_ID_MAX);
-	if (fd < 0)
-		return;
-	n = read(fd, out, AGILE_STATE_BOOT_ID_MAX - 1);
-	close(fd);
-	if (n <= 0) {
-		memset(out, 0, AGILE_STATE_BOOT_ID_MAX);
-		return;
-	}
-	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
-		out[--n] = '\0';
 }
 
 static bool bounded_string(const char *s, size_t cap)
@@ -135,22 +112,8 @@ int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
 {
 	char boot_id[AGILE_STATE_BOOT_ID_MAX];
 
-	read_boot_id(boot_id);
+	agile_shmfile_boot_id(boot_id);
 	return agile_state_validate(map, size, boot_id, why, why_len);
-}
-
-static int map_fd(int fd, size_t size, bool writable,
-                  struct agile_state_map *out)
-{
-	void *p = mmap(NULL, size, writable ? PROT_READ | PROT_WRITE : PROT_READ,
-	               MAP_SHARED, fd, 0);
-
-	if (p == MAP_FAILED)
-		return -errno;
-	out->header = p;
-	out->size = size;
-	out->writable = writable;
-	return 0;
 }
 
 void agile_state_close(struct agile_state_map *m)
@@ -184,159 +147,58 @@ void agile_state_format(void *map, const char *boot_id,
 	__atomic_store_n(&h->ready, AGILE_STATE_READY, __ATOMIC_RELEASE);
 }
 
-/* Write a fresh, empty, valid file at `tmp`. */
-static int write_fresh(const char *tmp)
+/* shmfile's writer: the blocks are zero, so every slot is FREE. */
+static void format_fresh(void *map)
 {
-	struct agile_state_map m = { 0 };
-	int fd, rc;
+	struct timespec ts;
+	char boot_id[AGILE_SHMFILE_BOOT_ID_MAX];
 
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-	          0600);
-	if (fd < 0)
-		return -errno;
-	/* Reserve the blocks now: on a full tmpfs a later store into the
-	 * mapping would be a SIGBUS in the host program, not an error. */
-	rc = posix_fallocate(fd, 0, (off_t)AGILE_STATE_SIZE);
-	if (rc == 0)
-		rc = -map_fd(fd, AGILE_STATE_SIZE, true, &m);
-	close(fd);
-	if (rc != 0)
-		return -rc;
-	{
-		struct timespec ts;
-		char boot_id[AGILE_STATE_BOOT_ID_MAX];
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		read_boot_id(boot_id);
-		/* Slots are zero (FREE) from posix_fallocate. */
-		agile_state_format(m.header, boot_id,
-		                   (int64_t)ts.tv_sec * AGILE_NS_PER_S +
-		                   ts.tv_nsec);
-	}
-	agile_state_close(&m);
-	return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	agile_shmfile_boot_id(boot_id);
+	agile_state_format(map, boot_id,
+	                   (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec);
 }
 
-/*
- * Put a fresh file at `path`.  With rejected_ino == 0 the path must not
- * exist (link); otherwise it must still be that inode (rename over it).
- * Returns 0, or -errno; -EEXIST/-ESTALE mean "someone else got there first,
- * just open the path again".
- */
-static int install_fresh(const char *path, ino_t rejected_ino)
-{
-	char tmp[4096];
-	struct stat st;
-	int rc;
-
-	struct timespec now;
-
-	/* pid and time make the name unique among concurrent creators. */
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (snprintf(tmp, sizeof(tmp), "%s.%ld.%ld%09ld.tmp", path,
-	             (long)getpid(), (long)now.tv_sec, now.tv_nsec) >=
-	    (int)sizeof(tmp))
-		return -ENAMETOOLONG;
-	rc = write_fresh(tmp);
-	if (rc < 0) {
-		unlink(tmp);
-		return rc;
-	}
-	if (rejected_ino == 0) {
-		rc = link(tmp, path) == 0 ? 0 : -errno;
-	} else if (lstat(path, &st) == 0 && st.st_ino == rejected_ino) {
-		rc = rename(tmp, path) == 0 ? 0 : -errno;
-	} else {
-		rc = -ESTALE;
-	}
-	unlink(tmp);
-	return rc;
-}
+/* Any size from the header up is mapped read-only, so that agilestat, given
+ * another build's file, says what differs (its version, its layout) rather
+ * than only that its size does. */
+static const struct agile_shmfile_type state_file = {
+	.size = AGILE_STATE_SIZE,
+	.header_size = sizeof(struct agile_state_header),
+	.ro_any_size = true,
+	.validate = agile_state_check,
+	.format = format_fresh,
+};
 
 int agile_state_open_rw(const char *path, struct agile_state_map *out,
                         char *replaced_why, size_t why_len)
 {
-	char why[160];
-	int rc = -EAGAIN;
+	void *map;
+	int rc = agile_shmfile_open_rw(&state_file, path, &map, replaced_why,
+	                               why_len);
 
-	replaced_why[0] = '\0';
-	for (int attempt = 0; attempt < 4; attempt++) {
-		struct stat st;
-		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-
-		if (fd < 0) {
-			if (errno != ENOENT)
-				return -errno;
-			rc = install_fresh(path, 0);
-			if (rc < 0 && rc != -EEXIST)
-				return rc;
-			continue;
-		}
-		if (fstat(fd, &st) != 0) {
-			rc = -errno;
-			close(fd);
-			return rc;
-		}
-		if (st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
-			close(fd);
-			return -EPERM;
-		}
-		if ((size_t)st.st_size == AGILE_STATE_SIZE) {
-			rc = map_fd(fd, AGILE_STATE_SIZE, true, out);
-			close(fd);
-			if (rc < 0)
-				return rc;
-			if (agile_state_check(out->header, out->size, why,
-			                      sizeof(why)) == 0)
-				return 0;
-			agile_state_close(out);
-		} else {
-			close(fd);
-			if (st.st_size < (off_t)sizeof(struct agile_state_header))
-				snprintf(why, sizeof(why), "truncated: %lld "
-				         "bytes", (long long)st.st_size);
-			else
-				snprintf(why, sizeof(why), "size %lld bytes, "
-				         "expected %zu", (long long)st.st_size,
-				         (size_t)AGILE_STATE_SIZE);
-		}
-		snprintf(replaced_why, why_len, "%s", why);
-		rc = install_fresh(path, st.st_ino);
-		if (rc < 0 && rc != -ESTALE)
-			return rc;
-	}
-	return rc;
+	if (rc < 0)
+		return rc;
+	out->header = map;
+	out->size = AGILE_STATE_SIZE;
+	out->writable = true;
+	return 0;
 }
 
 int agile_state_open_ro(const char *path, struct agile_state_map *out,
                         char *why, size_t why_len)
 {
-	struct stat st;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int rc;
+	void *map;
+	size_t size;
+	int rc = agile_shmfile_open_ro(&state_file, path, &map, &size, why,
+	                               why_len);
 
-	why[0] = '\0';
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		close(fd);
-		return rc;
-	}
-	if ((size_t)st.st_size < sizeof(struct agile_state_header)) {
-		close(fd);
-		snprintf(why, why_len, "truncated: %lld bytes",
-		         (long long)st.st_size);
-		return -EINVAL;
-	}
-	rc = map_fd(fd, (size_t)st.st_size, false, out);
-	close(fd);
 	if (rc < 0)
 		return rc;
-	rc = agile_state_check(out->header, out->size, why, why_len);
-	if (rc < 0)
-		agile_state_close(out);
-	return rc;
+	out->header = map;
+	out->size = size;
+	out->writable = false;
+	return 0;
 }
 
 uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
@@ -396,20 +258,6 @@ int agile_state_slot_init(struct agile_state_slot *s, const char *name,
 	return 0;
 }
 
-static bool pid_alive(int32_t pid)
-{
-	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
-}
-
-static uint64_t name_hash(const char *name)
-{
-	uint64_t h = UINT64_C(14695981039346656037);
-
-	for (const char *c = name; *c != '\0'; c++)
-		h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
-	return h;
-}
-
 /* How long to wait for another process to finish initialising a slot
  * before giving up on it: initialisation takes microseconds, so this only
  * matters when that process was stopped or killed mid-way. */
@@ -442,7 +290,7 @@ static bool other_live_pid(const struct agile_state_slot *s, int32_t self,
 	for (int i = 0; i < AGILE_STATE_PIDS; i++) {
 		int32_t pid = __atomic_load_n(&s->pids[i], __ATOMIC_ACQUIRE);
 
-		if (pid != 0 && pid != self && pid_alive(pid)) {
+		if (pid != 0 && pid != self && agile_shmfile_pid_alive(pid)) {
 			*other = pid;
 			return true;
 		}
@@ -457,7 +305,8 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
                              int64_t now_ns, int64_t now_unix_ns,
                              struct agile_state_slot **out, int32_t *other_pid)
 {
-	unsigned int start = (unsigned int)(name_hash(name) % AGILE_STATE_SLOTS);
+	unsigned int start = (unsigned int)(agile_shmfile_name_hash(name) %
+	                                      AGILE_STATE_SLOTS);
 	struct agile_resolved resolved;
 	uint64_t hash;
 	int rc = resolve(config, &resolved);
@@ -493,8 +342,9 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 				struct timespec ts = { 0, INIT_POLL_NS };
 				int32_t pid = AGILE_SLOT_INIT_PID(st);
 
-				if (!pid_alive(pid) || waited >= INIT_WAIT_NS) {
-					if (pid_alive(pid))
+				if (!agile_shmfile_pid_alive(pid) ||
+				    waited >= INIT_WAIT_NS) {
+					if (agile_shmfile_pid_alive(pid))
 						return -EBUSY;
 					/* Its initialiser died mid-way. */
 					rc = claim_and_init(s, st, name, dest,
@@ -546,13 +396,14 @@ void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid)
 
 		if (cur == pid)
 			return;
-		if (free_index < 0 && (cur == 0 || !pid_alive(cur)))
+		if (free_index < 0 &&
+		    (cur == 0 || !agile_shmfile_pid_alive(cur)))
 			free_index = i;
 	}
 	for (int i = free_index; i >= 0 && i < AGILE_STATE_PIDS; i++) {
 		int32_t cur = __atomic_load_n(&s->pids[i], __ATOMIC_ACQUIRE);
 
-		if ((cur == 0 || !pid_alive(cur)) &&
+		if ((cur == 0 || !agile_shmfile_pid_alive(cur)) &&
 		    __atomic_compare_exchange_n(&s->pids[i], &cur, pid, false,
 		                                __ATOMIC_ACQ_REL,
 		                                __ATOMIC_ACQUIRE))
@@ -570,7 +421,7 @@ int agile_state_slot_live_pids(const struct agile_state_slot *s,
 	for (int i = 0; i < AGILE_STATE_PIDS; i++) {
 		int32_t pid = __atomic_load_n(&s->pids[i], __ATOMIC_ACQUIRE);
 
-		if (pid_alive(pid)) {
+		if (agile_shmfile_pid_alive(pid)) {
 			if (n < cap)
 				pids[n] = pid;
 			n++;

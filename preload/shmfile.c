@@ -1,0 +1,235 @@
+/*
+ * shmfile.c - open, create and replace a checked shared-memory file
+ * (contract in shmfile.h), for the state file and the fleet companion file.
+ *
+ * Nothing here prints or reads the preload's globals: the preload,
+ * agilestat and the tests all link this file.  Every call the preload makes
+ * from here runs with its re-entrancy guard set, so the libc calls below go
+ * straight to libc.
+ *
+ * Creation never exposes a half-written file: a fresh file is written under
+ * a temporary name, filled, and then link()ed into place when no file exists
+ * (so two processes racing to create agree on one winner: the loser's link
+ * fails with EEXIST and it maps the winner's) or rename()d over a rejected
+ * file (checked to be the very inode that was rejected, so a file another
+ * process has just replaced is not replaced again).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shmfile.h"
+
+void agile_shmfile_boot_id(char out[AGILE_SHMFILE_BOOT_ID_MAX])
+{
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+	ssize_t n = 0;
+
+	memset(out, 0, AGILE_SHMFILE_BOOT_ID_MAX);
+	if (fd < 0)
+		return;
+	n = read(fd, out, AGILE_SHMFILE_BOOT_ID_MAX - 1);
+	close(fd);
+	if (n <= 0) {
+		memset(out, 0, AGILE_SHMFILE_BOOT_ID_MAX);
+		return;
+	}
+	while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == '\0'))
+		out[--n] = '\0';
+}
+
+bool agile_shmfile_pid_alive(int32_t pid)
+{
+	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+uint64_t agile_shmfile_name_hash(const char *name)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (const char *c = name; *c != '\0'; c++)
+		h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
+	return h;
+}
+
+/* Why a file of `file_size` bytes is not one of `type`. */
+static void describe_size(const struct agile_shmfile_type *type,
+                          off_t file_size, char *why, size_t why_len)
+{
+	if (file_size < (off_t)type->header_size)
+		snprintf(why, why_len, "truncated: %lld bytes",
+		         (long long)file_size);
+	else
+		snprintf(why, why_len, "size %lld bytes, expected %zu",
+		         (long long)file_size, type->size);
+}
+
+/* Write a fresh, empty, valid file at `tmp`. */
+static int write_fresh(const struct agile_shmfile_type *type, const char *tmp)
+{
+	void *map;
+	int fd, rc;
+
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	          0600);
+	if (fd < 0)
+		return -errno;
+	/* Reserve the blocks now: on a full tmpfs a later store into the
+	 * mapping would be a SIGBUS in the host program, not an error. */
+	rc = posix_fallocate(fd, 0, (off_t)type->size);
+	if (rc != 0) {
+		close(fd);
+		return -rc;
+	}
+	map = mmap(NULL, type->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	           0);
+	rc = map == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return rc;
+	/* The blocks are zero from posix_fallocate. */
+	type->format(map);
+	munmap(map, type->size);
+	return 0;
+}
+
+/*
+ * Put a fresh file at `path`.  With rejected_ino == 0 the path must not
+ * exist (link); otherwise it must still be that inode (rename over it).
+ * Returns 0, or -errno; -EEXIST/-ESTALE mean "someone else got there first,
+ * just open the path again".
+ */
+static int install_fresh(const struct agile_shmfile_type *type,
+                         const char *path, ino_t rejected_ino)
+{
+	char tmp[4096];
+	struct timespec now;
+	struct stat st;
+	int rc;
+
+	/* pid and time make the name unique among concurrent creators. */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (snprintf(tmp, sizeof(tmp), "%s.%ld.%ld%09ld.tmp", path,
+	             (long)getpid(), (long)now.tv_sec, now.tv_nsec) >=
+	    (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	rc = write_fresh(type, tmp);
+	if (rc < 0) {
+		unlink(tmp);
+		return rc;
+	}
+	if (rejected_ino == 0)
+		rc = link(tmp, path) == 0 ? 0 : -errno;
+	else if (lstat(path, &st) == 0 && st.st_ino == rejected_ino)
+		rc = rename(tmp, path) == 0 ? 0 : -errno;
+	else
+		rc = -ESTALE;
+	unlink(tmp);
+	return rc;
+}
+
+int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
+                          const char *path, void **map, char *replaced_why,
+                          size_t why_len)
+{
+	char why[160];
+	int rc = -EAGAIN;
+
+	replaced_why[0] = '\0';
+	/* A lone process needs two attempts (create or replace, then map);
+	 * the other two absorb races with processes doing the same. */
+	for (int attempt = 0; attempt < 4; attempt++) {
+		struct stat st;
+		void *p;
+		int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+
+		if (fd < 0) {
+			if (errno != ENOENT)
+				return -errno;
+			rc = install_fresh(type, path, 0);
+			if (rc < 0 && rc != -EEXIST)
+				return rc;
+			continue;
+		}
+		if (fstat(fd, &st) != 0) {
+			rc = -errno;
+			close(fd);
+			return rc;
+		}
+		if (st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+			close(fd);
+			return -EPERM;
+		}
+		if ((size_t)st.st_size == type->size) {
+			p = mmap(NULL, type->size, PROT_READ | PROT_WRITE,
+			         MAP_SHARED, fd, 0);
+			rc = p == MAP_FAILED ? -errno : 0;
+			close(fd);
+			if (rc < 0)
+				return rc;
+			if (type->validate(p, type->size, why,
+			                   sizeof(why)) == 0) {
+				*map = p;
+				return 0;
+			}
+			munmap(p, type->size);
+		} else {
+			close(fd);
+			describe_size(type, st.st_size, why, sizeof(why));
+		}
+		snprintf(replaced_why, why_len, "%s", why);
+		rc = install_fresh(type, path, st.st_ino);
+		if (rc < 0 && rc != -ESTALE)
+			return rc;
+	}
+	return rc;
+}
+
+int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
+                          const char *path, void **map, size_t *size,
+                          char *why, size_t why_len)
+{
+	struct stat st;
+	size_t map_size;
+	void *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int rc;
+
+	why[0] = '\0';
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (type->ro_any_size ? (size_t)st.st_size < type->header_size
+	                      : (size_t)st.st_size != type->size) {
+		close(fd);
+		describe_size(type, st.st_size, why, why_len);
+		return -EINVAL;
+	}
+	map_size = type->ro_any_size ? (size_t)st.st_size : type->size;
+	p = mmap(NULL, map_size, PROT_READ, MAP_SHARED, fd, 0);
+	rc = p == MAP_FAILED ? -errno : 0;
+	close(fd);
+	if (rc < 0)
+		return rc;
+	rc = type->validate(p, map_size, why, why_len);
+	if (rc < 0) {
+		munmap(p, map_size);
+		return rc;
+	}
+	*map = p;
+	*size = map_size;
+	return 0;
+}
