@@ -39,8 +39,10 @@
 static struct {
 	double (*ceil)(double);
 	double (*exp2)(double);
+	double (*floor)(double);
 	double (*fmax)(double, double);
 	long long (*llround)(double);
+	double (*nextafter)(double, double);
 	double (*pow)(double, double);
 	double (*sqrt)(double);
 } real;
@@ -74,8 +76,8 @@ static void bind_all(void)
 		libm = dlopen(LIBM_SO, RTLD_LAZY | RTLD_LOCAL);
 		agile__nofile_restore(&limit);
 	}
-	if (BIND(ceil) && BIND(exp2) && BIND(fmax) && BIND(llround) &&
-	    BIND(pow) && BIND(sqrt))
+	if (BIND(ceil) && BIND(exp2) && BIND(floor) && BIND(fmax) &&
+	    BIND(llround) && BIND(nextafter) && BIND(pow) && BIND(sqrt))
 		__atomic_store_n(&bind_status, 0, __ATOMIC_RELEASE);
 	agile__leave();
 }
@@ -107,6 +109,13 @@ HIDDEN double exp2(double x)
 	return real.exp2(x);
 }
 
+/* gcc expands floor inline at -O2; clang calls libm's. */
+HIDDEN double floor(double x)
+{
+	ensure_bound();
+	return real.floor(x);
+}
+
 HIDDEN double fmax(double x, double y)
 {
 	ensure_bound();
@@ -117,6 +126,13 @@ HIDDEN long long llround(double x)
 {
 	ensure_bound();
 	return real.llround(x);
+}
+
+/* Folded to a constant by gcc where the core uses it; called by clang. */
+HIDDEN double nextafter(double x, double y)
+{
+	ensure_bound();
+	return real.nextafter(x, y);
 }
 
 HIDDEN double pow(double x, double y)
