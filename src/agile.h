@@ -173,7 +173,9 @@ struct agile_config {
                                      two answers: a queue growing (draining) */
 #define AGILE_ANSWER_RATIO_LOW 0.9   /* answers per grant within which */
 #define AGILE_ANSWER_RATIO_HIGH 1.1  /* the delivered rules trust them */
-#define AGILE_ANSWER_RATIO_WEIGHT 0.25 /* EWMA weight of a healthy tick */
+#define AGILE_ANSWER_RATIO_KEEP_LOW 0.8   /* once trusted, until the ratio */
+#define AGILE_ANSWER_RATIO_KEEP_HIGH 1.25 /* leaves this wider band */
+#define AGILE_ANSWER_RATIO_WEIGHT 0.25 /* EWMA weight of a healthy span */
 #define AGILE_PROBE_MAX_STEP 0.2  /* the largest accelerated step: under
                                      1.1 / 0.9, so a probe cannot jump over
                                      the band within 10% of a capacity */
@@ -375,10 +377,23 @@ struct agile_controller {
 	                          unknown or the delivered rules are off */
 	double knee_rate;      /* delivered rate at the last deficit cut; 0
 	                          until one */
-	double answer_ratio;   /* answers per grant on healthy ticks (EWMA); the
-	                          delivered rules need it near 1; 0 unknown */
+	double answer_ratio;   /* answers per grant on healthy spans:
+	                          paired_answers / paired_grants; the delivered
+	                          rules need it near 1; 0 unknown */
 	int32_t increase_streak; /* rule c's steps in a row from the knee on */
 	uint32_t cutting;      /* 1 from a cut until the rate next rises */
+	double span_grants;    /* grants of the ticks not yet measured: those
+	                          without answers since the last tick with
+	                          some, while grants were outstanding, and a
+	                          split span; rule a measures the next tick
+	                          with answers over them all */
+	double span_answers;   /* answers of a split span carried over */
+	double span_s;         /* seconds those ticks covered */
+	double paired_grants;  /* EWMA of a healthy span's grants ... */
+	double paired_answers; /* ... and of its answers; 0 until the first */
+	uint32_t paired;       /* 1 while the delivered rules trust answers
+	                          to pair with grants (see AGILE_ANSWER_*) */
+	uint32_t span_split;   /* 1 while the span carries a split one */
 };
 
 /* What the last control step did, for observability and tests. */
@@ -405,6 +420,9 @@ struct agile_tick_input {
 	uint64_t answered;    /* calls answered this tick: samples other than
 	                         truncated ones */
 	double elapsed_s;     /* seconds the tick covered; 0: unknown */
+	bool pending;         /* the actuator has granted slots still ahead of
+	                         now: requests wait to be sent, so a tick
+	                         without answers is not an idle one */
 };
 
 void agile_controller_init(struct agile_controller *c,

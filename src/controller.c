@@ -76,6 +76,28 @@
  *     a row keeps at most goodput_cut x the share of answers inside the
  *     target, so a downstream that answers nothing inside the SLO falls to
  *     the floor in two ticks rather than in 30% steps.
+ *
+ * The same four rules hold for a real program, whose signal is lumpy where
+ * a simulated backlog's is smooth.  ab -c 16 paced at its sends takes its
+ * sixteen grants at connect, sleeps through them in one socket's send after
+ * another, then reads sixteen answers at once: below sixteen requests a
+ * second, grants and answers land in different ticks, and ticks without
+ * answers alternate with ticks holding fifteen.  And its sockets each wait
+ * for their answer, so it never sends faster than it is answered: no queue
+ * of its own making ever grows past sixteen, and a rate far above what it
+ * uses is no load at all.  Hence, when the rules are on:
+ *
+ *  - rule a measures a span, from one tick with answers to the next: a
+ *    tick without answers while grants are outstanding joins the next
+ *    tick's measure, an idle one (no grant taken, none planned ahead)
+ *    starts it afresh, and a span with more answers than grants (a tick
+ *    fell between the program's reads and its reconnects) is measured
+ *    with the next;
+ *  - its calibration is a ratio of two averages over healthy spans, not
+ *    an average of ratios, and, once trusted, holds until the ratio
+ *    leaves a wider band (answers_pair).
+ *
+ * bench/matrix.c's loop-drop scenario is that program.
  */
 #include <math.h>
 #include <string.h>
@@ -203,6 +225,26 @@ static bool tail_guard_fires(struct agile_controller *next,
 	return next->tail_ratio > next->tail_threshold;
 }
 
+/*
+ * Rule a's trust: answers stand for grants while their ratio sits in
+ * [AGILE_ANSWER_RATIO_LOW, AGILE_ANSWER_RATIO_HIGH], and once trusted, until
+ * it leaves the wider [..._KEEP_LOW, ..._KEEP_HIGH].  A span of an event
+ * loop can end between its reads and the reconnects they cause (15 answers,
+ * 1 grant; the other 14 in the next span), and one such span is enough to
+ * move the ratio out of the narrow band for a tick; a caller whose
+ * connections really carry many requests, or none, leaves the wide one.
+ */
+static bool answers_pair(const struct agile_controller *n)
+{
+	double low = AGILE_ANSWER_RATIO_LOW, high = AGILE_ANSWER_RATIO_HIGH;
+
+	if (n->paired) {
+		low = AGILE_ANSWER_RATIO_KEEP_LOW;
+		high = AGILE_ANSWER_RATIO_KEEP_HIGH;
+	}
+	return n->answer_ratio >= low && n->answer_ratio <= high;
+}
+
 /* Copy the step's result into the shared struct, each field whole, so a
  * concurrent reader of stats never sees a torn double. */
 static void publish(struct agile_controller *c, const struct agile_controller *n)
@@ -228,6 +270,13 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	c->increase_streak = n->increase_streak;
 	c->cutting = n->cutting;
 	agile__store_double(&c->answer_ratio, n->answer_ratio);
+	c->span_grants = n->span_grants;
+	c->span_s = n->span_s;
+	c->span_answers = n->span_answers;
+	c->span_split = n->span_split;
+	c->paired_grants = n->paired_grants;
+	c->paired_answers = n->paired_answers;
+	c->paired = n->paired;
 	/* probe_mode is only ever set here; the hot path clears it when an
 	 * observed sample arrives, and that clear must not be overwritten. */
 	if (n->probe_mode)
@@ -288,21 +337,53 @@ double agile_controller_step(struct agile_controller *c,
 
 	/* Rule a's measurement: what the downstream delivered, and whether it
 	 * fell short of what was granted (a queue growing).  Answers stand for
-	 * grants only while healthy ticks have shown the two pair up: a caller
+	 * grants only while healthy spans have shown the two pair up: a caller
 	 * granting connections that carry many requests, or none, would
-	 * otherwise read as a queue draining, or growing, forever. */
+	 * otherwise read as a queue draining, or growing, forever.
+	 *
+	 * The measure is the span since the last tick with answers, not the
+	 * tick: an event loop paced at its sends (ab) takes sixteen grants at
+	 * one instant and reads sixteen answers at another, so below sixteen
+	 * a second its ticks alternate between grants without answers and
+	 * answers without grants.  A tick without answers while grants are
+	 * outstanding (taken in it, or planned ahead of now) joins the span;
+	 * a truly idle one ends it, so an idle spell never dilutes the next
+	 * busy tick's rate. */
 	bool measured = r->delivered_share > 0 && r->kind == AGILE_KIND_RATE &&
 	                in->elapsed_s > 0;
-	double delivered = measured ? (double)in->answered / in->elapsed_s : 0;
-	bool delivered_known = measured &&
-	                       n.answer_ratio >= AGILE_ANSWER_RATIO_LOW &&
-	                       n.answer_ratio <= AGILE_ANSWER_RATIO_HIGH;
-	/* Two answers of slack keep a quiet tick's rounding from reading as
+	double used = in->used;
+	double span_s = in->elapsed_s;
+	double answers = (double)in->answered;
+	bool carried_split = n.span_split != 0;
+	if (measured && n.span_s > 0) {
+		span_s += n.span_s;
+		used = (n.span_grants + in->used * in->elapsed_s) / span_s;
+		answers += n.span_answers;
+	}
+	double span_grants = used * span_s;
+	double delivered = measured ? answers / span_s : 0;
+	bool delivered_known = measured && answers_pair(&n);
+	/* Two answers of slack keep a quiet span's rounding from reading as
 	 * a deficit. */
 	double slack = delivered_known ?
-	               AGILE_DEFICIT_SHARE * in->used + 2 / in->elapsed_s : 0;
-	bool deficit = delivered_known && in->used - delivered > slack;
+	               AGILE_DEFICIT_SHARE * used + 2 / span_s : 0;
+	/* A tick can also fall between a program's reads and the reconnects
+	 * they cause: one span then holds sixteen answers and one grant, and
+	 * the next the other fifteen grants, the next cycle's sixteen and its
+	 * sixteen answers.  Any surplus is taken for such a split span: rule
+	 * a judges nothing on it, and measures it together with the next one,
+	 * where a cut's backlog still draining shows as it would have (and an
+	 * event loop, whose sockets bound its queue, has none to drain).  One
+	 * at a time, so a program whose connections each carry many requests
+	 * is still measured, every other span. */
+	bool split = delivered_known && observed > 0 && !carried_split &&
+	             delivered - used > slack;
+	bool deficit = delivered_known && !split && used - delivered > slack;
 	n.delivered = delivered;
+	n.span_grants = split ? span_grants : 0;
+	n.span_answers = split ? answers : 0;
+	n.span_s = split ? span_s : 0;
+	n.span_split = split;
 
 	if (in->unreachable > 0 &&
 	    in->unreachable >= (uint64_t)AGILE_OUTAGE_RATIO * observed) {
@@ -316,6 +397,12 @@ double agile_controller_step(struct agile_controller *c,
 	double floor = n.probe_mode ? (double)r->probe_rate : (double)r->floor_rate;
 
 	if (observed == 0) {
+		if (measured && (in->used > 0 || in->pending)) {
+			n.span_grants = span_grants;
+			n.span_answers = answers;
+			n.span_s = span_s;
+			n.span_split = carried_split;
+		}
 		n.blind_ticks++;
 		n.last_action = AGILE_ACTION_BLIND;
 		n.rate = clamp(rate, floor, max);
@@ -353,7 +440,8 @@ double agile_controller_step(struct agile_controller *c,
 	 * grants: an earlier tick's backlog draining) means the last cut is
 	 * already working, and neither the proportional step nor the guard
 	 * cuts again on the backlog's latency. */
-	bool draining = delivered_known && delivered - in->used > slack;
+	bool draining = delivered_known && (!split || n.cutting) &&
+	                delivered - used > slack;
 	/* Rule b: below the knee the climb back needs no agreement. */
 	double knee_cap = delivered_known ? r->delivered_share * n.knee_rate : 0;
 	bool below_knee = r->knee_ramp > 1 && knee_cap > 0 && rate < knee_cap;
@@ -375,7 +463,7 @@ double agile_controller_step(struct agile_controller *c,
 		n.cold_start = 0;
 		n.last_action = AGILE_ACTION_DECREASE;
 	} else if (healthy && (n.up_agree >= r->recover_ticks || below_knee)) {
-		if (in->used < rate / 2) {
+		if (used < rate / 2) {
 			/* Raising a rate nobody uses only grows a promise that
 			 * has never been tested against the downstream. */
 			n.last_action = AGILE_ACTION_GATED;
@@ -433,7 +521,7 @@ double agile_controller_step(struct agile_controller *c,
 	if (deficit) {
 		/* Rule a's cut: under what was delivered, less the excess the
 		 * tick sent, which the next tick pays back. */
-		double cap = r->delivered_share * delivered - (in->used - delivered);
+		double cap = r->delivered_share * delivered - (used - delivered);
 		if (next > cap)
 			next = cap;
 		n.up_agree = 0;
@@ -445,7 +533,7 @@ double agile_controller_step(struct agile_controller *c,
 	 * is at a deficit cut or at the first cut since the rate last rose. */
 	bool cut_now = n.last_action == AGILE_ACTION_DECREASE ||
 	               n.last_action == AGILE_ACTION_TAIL;
-	if (delivered_known && cut_now && (deficit || !n.cutting))
+	if (delivered_known && !split && cut_now && (deficit || !n.cutting))
 		n.knee_rate = delivered;
 	/* While a cut's backlog drains the downstream works flat out, so what
 	 * it delivers then is the better measure of its capacity: the tick
@@ -463,14 +551,28 @@ double agile_controller_step(struct agile_controller *c,
 	else
 		n.increase_streak = 0;
 
-	/* Rule a's calibration, from healthy ticks only: a congested one's
-	 * answers lag by its queue, which is what the rule is there to see. */
-	if (measured && healthy && in->used > 0) {
-		double ratio = delivered / in->used;
-		n.answer_ratio = n.answer_ratio > 0 ?
-			n.answer_ratio + AGILE_ANSWER_RATIO_WEIGHT *
-			                 (ratio - n.answer_ratio) : ratio;
+	/* Rule a's calibration, from healthy spans only: a congested one's
+	 * answers lag by its queue, which is what the rule is there to see.
+	 * The ratio is one of two averages, answers over grants, so a span
+	 * weighs what it holds: the first span of a run, whose answers lag by
+	 * everything it put in flight, is outweighed by the next full ones
+	 * instead of steering the ratio as much as any of them. */
+	if (measured && healthy && !split && span_grants > 0) {
+		if (n.paired_grants <= 0) {
+			/* The first span sets the averages; a ratio already
+			 * known (set by hand) is continued. */
+			n.paired_grants = span_grants;
+			n.paired_answers = n.answer_ratio > 0 ?
+			                   n.answer_ratio * span_grants : answers;
+		}
+		n.paired_grants += AGILE_ANSWER_RATIO_WEIGHT *
+		                   (span_grants - n.paired_grants);
+		n.paired_answers += AGILE_ANSWER_RATIO_WEIGHT *
+		                    (answers - n.paired_answers);
+		n.answer_ratio = n.paired_answers / n.paired_grants;
 	}
+	if (measured)
+		n.paired = answers_pair(&n);
 
 	n.rate = clamp(next, floor, max);
 	if (n.cold_start && n.rate >= max)

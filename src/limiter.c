@@ -110,9 +110,10 @@ static bool loop_claim_tick(struct agile_loop *loop, int64_t now_ns)
 
 /* Drain the tick's samples, unreachable and answered counts, run the law,
  * and return the new target.  `used` is what the actuator saw since the
- * last step, which was `elapsed_s` ago. */
+ * last step, which was `elapsed_s` ago; `pending` says it holds grants
+ * still ahead of now. */
 static double loop_step(struct agile_loop *loop, int64_t now_ns, double used,
-                        double elapsed_s)
+                        double elapsed_s, bool pending)
 {
 	struct agile_hist_snapshot snap;
 	struct agile_tick_input in;
@@ -127,6 +128,7 @@ static double loop_step(struct agile_loop *loop, int64_t now_ns, double used,
 	in.used = used;
 	in.answered = answered;
 	in.elapsed_s = elapsed_s;
+	in.pending = pending;
 	double rate = agile_controller_step(&loop->ctl, &loop->config, &in);
 	agile__store_i64(&loop->last_tick_ns, now_ns);
 	return rate;
@@ -259,7 +261,10 @@ void agile_rate_tick(struct agile_rate_limiter *l, int64_t now_ns)
 	double used = (double)(grants - l->grants_at_tick) / elapsed;
 
 	l->grants_at_tick = grants;
-	double rate = loop_step(&l->loop, now_ns, used, elapsed);
+	/* A grant planned after now is a request still waiting to be sent
+	 * (an event loop sleeps through its sockets' grants one by one). */
+	bool pending = agile__load_i64(&l->bucket.last_ns) > now_ns;
+	double rate = loop_step(&l->loop, now_ns, used, elapsed, pending);
 	agile_bucket_set_rate(&l->bucket, rate);
 }
 
@@ -384,7 +389,7 @@ void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns)
 	agile__store_u64(&l->peak_in_flight, agile__load_u64(&l->in_flight));
 	double rate = loop_step(&l->loop, now_ns, (double)peak,
 	                        elapsed_s(agile__load_i64(&l->loop.last_tick_ns),
-	                                  now_ns));
+	                                  now_ns), false);
 	agile__store_u64(&l->limit, limit_for(rate));
 }
 

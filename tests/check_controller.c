@@ -807,6 +807,147 @@ START_TEST(controller_delivered_rules_rate_only)
 }
 END_TEST
 
+/* --- a real program's lumpy signal (the event-loop rules) ---------------------- */
+
+/* One tick of `elapsed_s` seconds as the rate limiter reports it: `used`
+ * grants per second, `answered` answers, and whether the bucket still plans
+ * grants ahead of now. */
+static double step_span(struct agile_controller *c,
+                        const struct agile_resolved *r,
+                        const struct agile_hist_snapshot *h, double used,
+                        uint64_t answered, double elapsed_s, bool pending)
+{
+	struct agile_tick_input in = {.hist = h, .used = used,
+	                              .answered = answered,
+	                              .elapsed_s = elapsed_s,
+	                              .pending = pending};
+	return agile_controller_step(c, r, &in);
+}
+
+/*
+ * ab -c 16 at the floor of 5 req/s: its sixteen grants are taken in one
+ * tick (it reconnects all sixteen sockets at once), slept through in the
+ * next (the bucket still plans them ahead), and the answers read in a
+ * third.  Rule a measures the three ticks as one span: 16 answers for 16
+ * grants in 3 s, 5.33 a second either way, and rule b doubles.  Tick by
+ * tick the third would read 16 answers against no grant, a backlog
+ * draining that is not there, after two ticks of grants and no answers.
+ * A truly idle tick (no grant taken, none planned) ends a span instead, so
+ * the next tick's answers are not diluted by it.
+ */
+START_TEST(controller_span_joins_ticks_without_answers)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 5);
+	c.knee_rate = 40;
+	ck_assert_double_eq(step_span(&c, &r, samples(0, 0), 16, 0, 1.0, true),
+	                    5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_BLIND);
+	ck_assert_double_eq(step_span(&c, &r, samples(0, 0), 0, 0, 1.0, true),
+	                    5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_BLIND);
+	ck_assert_double_eq(step_span(&c, &r, samples(16, 35 * MS), 0, 16, 1.0,
+	                              false), 10);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq_tol(c.delivered, 16.0 / 3, 1e-9);
+	ck_assert_double_eq_tol(c.answer_ratio, 1.0, 1e-9);
+	ck_assert_double_eq(c.span_s, 0);
+
+	/* Idle: no grant, none ahead.  The next tick stands alone. */
+	step_span(&c, &r, samples(0, 0), 0, 0, 1.0, false);
+	ck_assert_double_eq(c.span_s, 0);
+	ck_assert_double_eq(step_span(&c, &r, samples(16, 35 * MS), 16, 16, 1.0,
+	                              false), 20);
+	ck_assert_double_eq(c.delivered, 16);
+}
+END_TEST
+
+/*
+ * A tick that falls between an event loop's reads and the reconnects they
+ * cause splits a cycle: one span holds 16 answers and 1 grant, the next 31
+ * grants (the other 15 reconnects, and the next cycle's 16) and 16
+ * answers.  The first is carried, unjudged, into the second: 32 grants and
+ * 32 answers in 2 s, no queue and no cut, and the calibration sees them
+ * paired.  On its own the first span would have read a backlog draining
+ * and moved the answer ratio to 4.75, the second a deficit of 15, cutting
+ * to the floor.  While a cut is paid back the surplus may be its backlog
+ * draining: it is measured with the next span all the same, and meanwhile
+ * nothing cuts again on the backlog's latency, and the knee rises to what
+ * was delivered.
+ */
+START_TEST(controller_split_span_is_measured_with_the_next)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 40);
+	c.knee_rate = 40;
+	step_measured(&c, &r, samples(16, 30 * MS), 1, 16);
+	ck_assert_uint_eq(c.span_split, 1);
+	ck_assert_double_eq(c.span_s, 1);
+	ck_assert_double_eq(c.answer_ratio, 1.0);
+	step_measured(&c, &r, samples(16, 30 * MS), 31, 16);
+	ck_assert_uint_ne(c.last_action, AGILE_ACTION_DECREASE);
+	ck_assert_double_ge(c.rate, 40);
+	ck_assert_double_eq(c.delivered, 16);
+	ck_assert_double_eq(c.answer_ratio, 1.0);
+	ck_assert_uint_eq(c.span_split, 0);
+
+	warm(&c, &r, 10);
+	c.knee_rate = 20;
+	c.cutting = 1;
+	ck_assert_double_eq(step_measured(&c, &r, samples(40, 200 * MS), 10, 40),
+	                    10);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_uint_eq(c.span_split, 1);
+	ck_assert_double_eq(c.knee_rate, 40);
+	ck_assert_double_eq(step_measured(&c, &r, samples(10, 30 * MS), 10, 10),
+	                    20);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq(c.delivered, 25);
+}
+END_TEST
+
+/*
+ * Trust has hysteresis: answers are trusted once their ratio to grants is
+ * within 0.9-1.1, and stay trusted until it leaves 0.8-1.25.  A span of an
+ * event loop can end between its reads and the reconnects they cause (15
+ * answers, 1 grant), enough to push the ratio to 1.14 for a tick; a
+ * program whose connections carry two requests each leaves the wide band
+ * (a healthy span of 5 grants and 5 answers moves 2.0 to 1.75).
+ */
+START_TEST(controller_trust_holds_within_the_wider_band)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 5);
+	c.knee_rate = 40;
+	c.answer_ratio = 1.2;
+	c.paired = 1;
+	ck_assert_double_eq(step_measured(&c, &r, samples(5, 30 * MS), 5, 5), 10);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_uint_eq(c.paired, 1);
+
+	warm(&c, &r, 5);
+	c.knee_rate = 40;
+	c.answer_ratio = 1.2;
+	ck_assert_double_eq(step_measured(&c, &r, samples(5, 30 * MS), 5, 5), 5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+
+	warm(&c, &r, 5);
+	c.knee_rate = 40;
+	c.answer_ratio = 2.0;
+	c.paired = 1;
+	ck_assert_double_eq(step_measured(&c, &r, samples(5, 30 * MS), 5, 5), 5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_double_eq_tol(c.answer_ratio, 1.75, 1e-12);
+	ck_assert_uint_eq(c.paired, 0);
+}
+END_TEST
+
 START_TEST(controller_action_names)
 {
 	ck_assert_str_eq(agile_action_name(AGILE_ACTION_OUTAGE), "outage");
@@ -857,6 +998,9 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_probe_at_knee);
 	tcase_add_test(tc, controller_goodput_cut);
 	tcase_add_test(tc, controller_delivered_rules_rate_only);
+	tcase_add_test(tc, controller_span_joins_ticks_without_answers);
+	tcase_add_test(tc, controller_split_span_is_measured_with_the_next);
+	tcase_add_test(tc, controller_trust_holds_within_the_wider_band);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -971,6 +971,65 @@ START_TEST(stories_capacity_drop_learns_delivered_rate)
 END_TEST
 
 /*
+ * ab -c 16 as the preload paces it, one cycle: the program reads the
+ * sixteen answers of its last cycle at once (each `latency_ns`), connects
+ * all sixteen sockets again, taking their grants at one instant, and
+ * sleeps through them one send after another; the steps that fall due
+ * meanwhile run with no answer to see.  The next cycle starts when the
+ * last request is answered.
+ */
+#define LOOP_SOCKETS 16
+
+static double story_loop_cycle(struct story *s, int64_t latency_ns)
+{
+	int64_t last = s->now_ns;
+
+	story_observe(s, LOOP_SOCKETS, latency_ns);
+	agile_rate_tick_if_due(&s->limiter, s->now_ns);
+	for (int i = 0; i < LOOP_SOCKETS; i++)
+		last = agile_rate_take(&s->limiter, s->now_ns);
+	agile_rate_tick_if_due(&s->limiter, s->now_ns);
+	while (s->limiter.loop.next_tick_ns <= last) {
+		s->now_ns = s->limiter.loop.next_tick_ns;
+		ck_assert(agile_rate_tick_if_due(&s->limiter, s->now_ns));
+	}
+	s->now_ns = last + latency_ns;
+	return story_rate(s);
+}
+
+/*
+ * The event loop at the floor, after the capacity drop above (knee 40).
+ * At 5 req/s its sixteen grants are 3 s of sends, so two ticks of every
+ * three see no answer while the bucket still plans grants ahead: they join
+ * the next tick's span, which measures 16 answers for 16 grants in 3 s,
+ * 5.33 a second, and no backlog either way (tick by tick it read 16
+ * answers against no grant).  Rule b doubles once a cycle, its utilisation
+ * gate open below the knee though the span after each raise still sends at
+ * the rate before it: 10, 20, 36.8 (0.92 x 40) in three cycles, 6 s.
+ */
+START_TEST(stories_event_loop_climbs_back_from_the_floor)
+{
+	struct story s;
+	const double ramp[] = { 10, 20, 36.8 };
+
+	story_warm_150(&s, AGILE_PRESET_NONE);
+	ck_assert_double_eq_tol(story_tick_capacity(&s, 40, 45 * MS, 400 * MS),
+	                        5.0, 1e-9);
+	ck_assert_double_eq_tol(story_stats(&s).knee_rate, 40.0, 1e-9);
+	int64_t start = s.now_ns;
+	for (int i = 0; i < 3; i++) {
+		ck_assert_double_eq_tol(story_loop_cycle(&s, 35 * MS), ramp[i],
+		                        1e-9);
+		if (i == 1)
+			ck_assert_double_eq_tol(story_stats(&s).delivered,
+			                        16.0 / 3, 1e-9);
+	}
+	ck_assert_int_eq(story_stats(&s).last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_int_le(s.now_ns - start, 6 * SEC);
+}
+END_TEST
+
+/*
  * Rule c, the capacity recovery: a limiter settled just under 40 req/s,
  * its answers taking 73-79 ms, sees the capacity come back to 150 and its
  * answers fall to 25 ms, under the baseline.  Each step in a row is twice
@@ -1054,6 +1113,7 @@ Suite *stories_suite(void)
 	tcase_add_test(tc, stories_recovery_additive_by_default);
 	tcase_add_test(tc, stories_recover_ramp_only_below_half_window);
 	tcase_add_test(tc, stories_capacity_drop_learns_delivered_rate);
+	tcase_add_test(tc, stories_event_loop_climbs_back_from_the_floor);
 	tcase_add_test(tc, stories_capacity_recovery_probes_past_the_knee);
 	tcase_add_test(tc, stories_slo_break_falls_to_floor_in_two_ticks);
 	suite_add_tcase(s, tc);
