@@ -94,8 +94,12 @@
  *    fell between the program's reads and its reconnects) is measured
  *    with the next;
  *  - its calibration is a ratio of two averages over healthy spans, not
- *    an average of ratios, and, once trusted, holds until the ratio
- *    leaves a wider band (answers_pair).
+ *    an average of ratios, is not fed by cold start (whose spans fill the
+ *    pipeline), and, once trusted, holds until the ratio leaves a wider
+ *    band (answers_pair);
+ *  - the knee is learned at a cut even before answers are trusted, and
+ *    used once they are: a program's first cut is its slow start
+ *    overshooting, a few ticks in.
  *
  * bench/matrix.c's loop-drop scenario is that program.
  */
@@ -324,6 +328,9 @@ double agile_controller_step(struct agile_controller *c,
 	double rate = agile__load_double(&c->rate);
 	double next;
 
+	/* The tick ran in cold start (the step may end it). */
+	bool cold = n.cold_start != 0;
+
 	n.rate = rate;
 	n.probe_mode = agile__load_u32(&c->probe_mode);
 	n.ticks++;
@@ -530,10 +537,15 @@ double agile_controller_step(struct agile_controller *c,
 			n.last_action = AGILE_ACTION_DECREASE;
 	}
 	/* The knee: what the downstream delivered when trouble began, that
-	 * is at a deficit cut or at the first cut since the rate last rose. */
+	 * is at a deficit cut or at the first cut since the rate last rose.
+	 * It is learned even while the answers are not yet trusted to pair
+	 * with the grants, and used only once they are: a program's first
+	 * cut comes a few ticks after its start, before the calibration
+	 * below has seen enough healthy spans, and a knee missed then is
+	 * not offered again until the rate has climbed back to it. */
 	bool cut_now = n.last_action == AGILE_ACTION_DECREASE ||
 	               n.last_action == AGILE_ACTION_TAIL;
-	if (delivered_known && !split && cut_now && (deficit || !n.cutting))
+	if (measured && !split && cut_now && (deficit || !n.cutting))
 		n.knee_rate = delivered;
 	/* While a cut's backlog drains the downstream works flat out, so what
 	 * it delivers then is the better measure of its capacity: the tick
@@ -552,12 +564,14 @@ double agile_controller_step(struct agile_controller *c,
 		n.increase_streak = 0;
 
 	/* Rule a's calibration, from healthy spans only: a congested one's
-	 * answers lag by its queue, which is what the rule is there to see.
-	 * The ratio is one of two averages, answers over grants, so a span
-	 * weighs what it holds: the first span of a run, whose answers lag by
-	 * everything it put in flight, is outweighed by the next full ones
-	 * instead of steering the ratio as much as any of them. */
-	if (measured && healthy && !split && span_grants > 0) {
+	 * answers lag by its queue, which is what the rule is there to see;
+	 * and from none in cold start: each of its spans doubles the rate,
+	 * so its answers lag by everything the program just put in flight
+	 * (ab's first tick answers 29 of its 45 grants, and at the floor a
+	 * ratio that starts that low needs twenty seconds to recover).  The
+	 * ratio is one of two averages, answers over grants, so a span weighs
+	 * what it holds. */
+	if (measured && healthy && !cold && !split && span_grants > 0) {
 		if (n.paired_grants <= 0) {
 			/* The first span sets the averages; a ratio already
 			 * known (set by hand) is continued. */

@@ -865,6 +865,72 @@ START_TEST(controller_span_joins_ticks_without_answers)
 END_TEST
 
 /*
+ * Rule a's calibration.  A cold start's ticks do not feed it: ab's first
+ * tick answers 29 of its 45 grants, the other sixteen still in flight (the
+ * SLO anchor's two agreeing ticks hold it at 37, the second doubles), and
+ * a ratio starting at 0.64 took twenty seconds at the floor to reach the
+ * band.  After cold start, a healthy span feeds two averages, grants and
+ * answers, so a span weighs what it holds: 100 grants with 80 answers, then
+ * 10 with 10, is 62.5 / 77.5 = 0.806, where an average of the ratios would
+ * have been 0.85.
+ */
+START_TEST(controller_calibration_skips_cold_start_and_weighs_spans)
+{
+	struct agile_config cfg = slo_config(AGILE_PRESET_NONE);
+	struct agile_resolved r;
+	struct agile_controller c;
+
+	cfg.initial_rate = 37;
+	r = resolved(cfg);
+	agile_controller_init(&c, &r);
+	ck_assert_double_eq(step_measured(&c, &r, samples(29, 17 * MS), 45, 29),
+	                    37);
+	ck_assert_double_eq(step_measured(&c, &r, samples(30, 17 * MS), 30, 30),
+	                    74);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq(c.answer_ratio, 0);
+
+	warm(&c, &r, 100);
+	c.answer_ratio = 0;
+	step_measured(&c, &r, samples(80, 30 * MS), 100, 80);
+	ck_assert_double_eq_tol(c.answer_ratio, 0.8, 1e-12);
+	step_measured(&c, &r, samples(10, 30 * MS), 10, 10);
+	ck_assert_double_eq_tol(c.answer_ratio, 62.5 / 77.5, 1e-12);
+}
+END_TEST
+
+/*
+ * The knee is learned at a cut even before answers are trusted: a
+ * program's first cut is its slow start overshooting, a few ticks after it
+ * started, and the knee missed then was not offered again until the rate
+ * had climbed back to it.  Used only once answers are trusted.
+ */
+START_TEST(controller_knee_learned_before_answers_are_trusted)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 140);
+	c.answer_ratio = 0;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(140, 300 * MS),
+	                                      140, 140), 98, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq(c.knee_rate, 140);
+
+	/* Not trusted yet: no ramp, the seed's hold for agreement. */
+	c.rate = 5;
+	c.cutting = 0;
+	c.tail_ratio = 0;
+	ck_assert_double_eq(step_measured(&c, &r, samples(5, 30 * MS), 5, 5), 5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	/* Trusted: rule b doubles toward 0.92 x 140. */
+	c.answer_ratio = 1.0;
+	ck_assert_double_eq(step_measured(&c, &r, samples(5, 30 * MS), 5, 5), 10);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+}
+END_TEST
+
+/*
  * A tick that falls between an event loop's reads and the reconnects they
  * cause splits a cycle: one span holds 16 answers and 1 grant, the next 31
  * grants (the other 15 reconnects, and the next cycle's 16) and 16
@@ -999,6 +1065,8 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_goodput_cut);
 	tcase_add_test(tc, controller_delivered_rules_rate_only);
 	tcase_add_test(tc, controller_span_joins_ticks_without_answers);
+	tcase_add_test(tc, controller_calibration_skips_cold_start_and_weighs_spans);
+	tcase_add_test(tc, controller_knee_learned_before_answers_are_trusted);
 	tcase_add_test(tc, controller_split_span_is_measured_with_the_next);
 	tcase_add_test(tc, controller_trust_holds_within_the_wider_band);
 	suite_add_tcase(s, tc);
