@@ -394,6 +394,9 @@ struct agile_controller {
 	uint32_t paired;       /* 1 while the delivered rules trust answers
 	                          to pair with grants (see AGILE_ANSWER_*) */
 	uint32_t span_split;   /* 1 while the span carries a split one */
+	uint32_t cut_from_used; /* 1 when the last cut started from what was
+	                           used: the program was held to its answers */
+	uint32_t pad2;
 };
 
 /* What the last control step did, for observability and tests. */

@@ -99,9 +99,16 @@
  *    band (answers_pair);
  *  - the knee is learned at a cut even before answers are trusted, and
  *    used once they are: a program's first cut is its slow start
- *    overshooting, a few ticks in.
+ *    overshooting, a few ticks in;
+ *  - a cut starts from what was used when even the full step from the
+ *    rate would stay above it, and the congested tick after such a cut,
+ *    a full queue throughout, gives the knee;
+ *  - the utilisation gate does not hold rule b: below the knee the
+ *    promise has been tested.
  *
- * bench/matrix.c's loop-drop scenario is that program.
+ * bench/matrix.c's loop-drop scenario is that program; without these the
+ * default sat at the floor there after the capacity drop, as it did for
+ * real (bench/RESULTS.md).
  */
 #include <math.h>
 #include <string.h>
@@ -278,6 +285,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	c->span_s = n->span_s;
 	c->span_answers = n->span_answers;
 	c->span_split = n->span_split;
+	c->cut_from_used = n->cut_from_used;
 	c->paired_grants = n->paired_grants;
 	c->paired_answers = n->paired_answers;
 	c->paired = n->paired;
@@ -459,6 +467,18 @@ double agile_controller_step(struct agile_controller *c,
 	bool at_knee = r->probe_acceleration > 1 && delivered_known &&
 	               rate >= knee_cap;
 
+	/* What a cut acts on.  A program that sends less than its rate (an
+	 * event loop with sixteen sockets sends no faster than they are
+	 * answered) loads the downstream with what it sends: a cut that
+	 * leaves the rate above that changes nothing, and the queue it was
+	 * meant to drain stays full another tick.  So when even the full
+	 * step from the rate would stay above what was used, the cut starts
+	 * from what was used (the delivered rules only; the seed's law cuts
+	 * the rate). */
+	double load = rate;
+	if (measured && used < rate * (1.0 - r->down_step))
+		load = used;
+
 	next = rate;
 	n.last_action = AGILE_ACTION_HOLD;
 	if (congested && (n.down_agree >= r->backoff_ticks || deficit) &&
@@ -466,13 +486,17 @@ double agile_controller_step(struct agile_controller *c,
 		double cut = r->gain * (p50 - window) / window;
 		if (cut > r->down_step)
 			cut = r->down_step;
-		next = rate * (1.0 - cut);
+		next = load * (1.0 - cut);
 		n.cold_start = 0;
 		n.last_action = AGILE_ACTION_DECREASE;
 	} else if (healthy && (n.up_agree >= r->recover_ticks || below_knee)) {
-		if (used < rate / 2) {
+		if (used < rate / 2 && !below_knee) {
 			/* Raising a rate nobody uses only grows a promise that
-			 * has never been tested against the downstream. */
+			 * has never been tested against the downstream.  Below
+			 * the knee it has been (the downstream delivered it),
+			 * and an event loop that reserves its grants at connect
+			 * spends the span after a raise at the rate before it,
+			 * so the gate would cost rule b a span per doubling. */
 			n.last_action = AGILE_ACTION_GATED;
 		} else if (n.cold_start ||
 		           (r->recover_ramp > 0 && p50 <= r->recover_ramp * window)) {
@@ -512,14 +536,14 @@ double agile_controller_step(struct agile_controller *c,
 			tail = false;
 	}
 	if (tail) {
-		double full = rate * (1.0 - r->down_step);
+		double full = load * (1.0 - r->down_step);
 		if (next > full)
 			next = full;
 		/* Rule d: a second cut in a row keeps no more of the rate than
 		 * the share of answers that met the target. */
 		if (r->goodput_cut > 0 && n.cutting &&
-		    next > r->goodput_cut * inside * rate)
-			next = r->goodput_cut * inside * rate;
+		    next > r->goodput_cut * inside * load)
+			next = r->goodput_cut * inside * load;
 		n.up_agree = 0;
 		n.cold_start = 0;
 		n.last_action = AGILE_ACTION_TAIL;
@@ -547,6 +571,19 @@ double agile_controller_step(struct agile_controller *c,
 	               n.last_action == AGILE_ACTION_TAIL;
 	if (measured && !split && cut_now && (deficit || !n.cutting))
 		n.knee_rate = delivered;
+	/* A program held to its answers (the last cut had to start from what
+	 * it used) that is still congested the tick after ran it against its
+	 * queue, full or draining: what it delivered then is at most the
+	 * capacity, where the first cut's tick mixed the time before the
+	 * queue filled with the time after (ab saw a knee of 64 for a
+	 * capacity of 40, and climbed into the queue twice more to learn it).
+	 * A program that sends its rate whatever the answers (into an SLO
+	 * that broke) is never cut from what it used. */
+	else if (measured && !split && cut_now && congested &&
+	         n.cut_from_used)
+		n.knee_rate = delivered;
+	if (cut_now)
+		n.cut_from_used = load < rate;
 	/* While a cut's backlog drains the downstream works flat out, so what
 	 * it delivers then is the better measure of its capacity: the tick
 	 * that cut saw answers lag by the queue it was building. */

@@ -931,6 +931,96 @@ START_TEST(controller_knee_learned_before_answers_are_trusted)
 END_TEST
 
 /*
+ * An event loop of sixteen sockets sends no faster than it is answered:
+ * at 140 req/s against a downstream that now answers 40 (its sixteen
+ * requests queued, 400 ms each), it uses 40.  A 30% cut of the rate, to
+ * 98, changes nothing it sends; the cut starts from what was used, to 28,
+ * under the capacity.  When what was used is within the full step of the
+ * rate (100 of 140), the cut is the rate's.  The seed's law cuts the rate.
+ */
+START_TEST(controller_cut_acts_on_what_was_used)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_resolved seed = resolved(slo_config(AGILE_PRESET_SEED));
+	struct agile_controller c;
+
+	warm(&c, &r, 140);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(40, 400 * MS), 40,
+	                                      40), 28, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+
+	warm(&c, &r, 140);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(100, 400 * MS),
+	                                      100, 100), 98, 1e-9);
+
+	warm(&c, &seed, 140);
+	ck_assert_double_eq_tol(step_measured(&c, &seed, samples(40, 400 * MS),
+	                                      40, 40), 98, 1e-9);
+}
+END_TEST
+
+/*
+ * The knee of a program held to its answers.  The capacity has dropped
+ * under an event loop at 144 req/s: the tick that sees it mixes the time
+ * before its sixteen requests filled the queue with the time after, and
+ * delivered 52 a second; the cut starts from what was used, to 35.7, and
+ * the knee is 52.  The next tick the queue was full throughout: it
+ * delivered 37, the capacity, and that is the knee (0.92 x 52 would have
+ * climbed back into the queue).  A program that sends its rate whatever
+ * the answers, into an SLO that broke, is never cut from what it used,
+ * and keeps the knee of its first cut.
+ */
+START_TEST(controller_knee_after_a_cut_from_what_was_used)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 144);
+	c.knee_rate = 160;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(52, 180 * MS), 51,
+	                                      52), 35.7, 1e-9);
+	ck_assert_double_eq(c.knee_rate, 52);
+	ck_assert_uint_eq(c.cut_from_used, 1);
+	ck_assert_double_eq(step_measured(&c, &r, samples(37, 390 * MS), 37, 37),
+	                    5);
+	ck_assert_double_eq(c.knee_rate, 37);
+
+	warm(&c, &r, 100);
+	step_measured(&c, &r, samples(100, 150 * MS), 100, 100);
+	ck_assert_double_eq(c.knee_rate, 100);
+	ck_assert_uint_eq(c.cut_from_used, 0);
+	ck_assert_double_eq(step_measured(&c, &r, samples(70, 150 * MS), 70, 70),
+	                    5);
+	ck_assert_double_eq(c.knee_rate, 100);
+}
+END_TEST
+
+/*
+ * The utilisation gate holds a raise of a rate nobody uses, but not rule
+ * b's: below the knee the rate was delivered before, and an event loop
+ * that reserves its grants at connect spends the span after a raise at the
+ * rate before it (4 a second at a rate of 10).  Above the knee the gate
+ * holds as before.
+ */
+START_TEST(controller_gate_does_not_hold_the_knee_ramp)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 10);
+	c.knee_rate = 40;
+	ck_assert_double_eq(step_measured(&c, &r, samples(4, 30 * MS), 4, 4), 20);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+
+	warm(&c, &r, 100);
+	c.up_agree = 2;
+	ck_assert_double_eq(step_measured(&c, &r, samples(40, 25 * MS), 40, 40),
+	                    100);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_GATED);
+}
+END_TEST
+
+/*
  * A tick that falls between an event loop's reads and the reconnects they
  * cause splits a cycle: one span holds 16 answers and 1 grant, the next 31
  * grants (the other 15 reconnects, and the next cycle's 16) and 16
@@ -1067,6 +1157,9 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_span_joins_ticks_without_answers);
 	tcase_add_test(tc, controller_calibration_skips_cold_start_and_weighs_spans);
 	tcase_add_test(tc, controller_knee_learned_before_answers_are_trusted);
+	tcase_add_test(tc, controller_cut_acts_on_what_was_used);
+	tcase_add_test(tc, controller_knee_after_a_cut_from_what_was_used);
+	tcase_add_test(tc, controller_gate_does_not_hold_the_knee_ramp);
 	tcase_add_test(tc, controller_split_span_is_measured_with_the_next);
 	tcase_add_test(tc, controller_trust_holds_within_the_wider_band);
 	suite_add_tcase(s, tc);
