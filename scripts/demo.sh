@@ -9,6 +9,8 @@
 # a short table compares what the downstream saw in both runs.
 #
 # Usage: scripts/demo.sh [--seconds N]   (default 30; each run takes N s)
+#   AGILE_BUILDDIR=DIR  use (and if needed build) that build directory
+#                       instead of build/
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,7 @@ seconds=30
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seconds) seconds=$2; shift 2 ;;
-	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
 	*) echo "demo.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
@@ -28,7 +30,7 @@ half=$((seconds / 2))
 need_packages 1 gcc make autoconf automake libtool pkg-config libbsd-dev \
 	python3 apache2-utils
 
-build="$top/build"
+build=${AGILE_BUILDDIR:-$top/build}
 if [ ! -x "$build/src/agilerun" ] || [ ! -f "$build/preload/.libs/libagilepreload.so" ]; then
 	echo "== building (once)"
 	cd "$top"
