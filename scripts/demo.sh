@@ -21,7 +21,7 @@ seconds=30
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--seconds) seconds=$2; shift 2 ;;
-	-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
 	*) echo "demo.sh: unknown option $1" >&2; exit 2 ;;
 	esac
 done
