@@ -220,9 +220,10 @@ tally_reports() {
 	fi
 }
 
-# The integration tests of tests/preload/ that also run under ASan (see
-# the sanitize suite below).
-asan_preload_tests="python_threads|ab|redis|torture|event_loop|unix|vfork|fd_reuse|dup|share|threads_repeat|eintr|agilestat|http|keys|listen_http"
+# The integration tests (under tests/) that also run under ASan, besides
+# every fault test (see the sanitize suite below).
+asan_preload_tests="preload/(python_threads|ab|redis|torture|event_loop|unix|vfork|fd_reuse|dup|share|threads_repeat|eintr|agilestat|http|keys|listen_http)"
+asan_preload_tests="$asan_preload_tests|fleet/(fleet_max|fleet_window|fleet_adaptive|fleet_failover|fleet_hostile|fleet_cluster)"
 
 # The ThreadSanitizer runs, in build-tsan/.
 tsan_suite() {
@@ -313,7 +314,7 @@ if want sanitize && [ "$asan_built" -eq 1 ]; then
 	# rate within 15%, a p99 under an SLO) proves nothing more there, and
 	# curl hangs under the ASan runtime (tests/preload/lib.sh skips it).
 	# Add a test here once it passes under ASan on a loaded machine.
-	scripts=$(tr ' ' '\n' <<<"$all" | grep -E "^tests/fault/|^tests/preload/($asan_preload_tests)\.sh$" | tr '\n' ' ')
+	scripts=$(tr ' ' '\n' <<<"$all" | grep -E "^tests/fault/|^tests/($asan_preload_tests)\.sh$" | tr '\n' ' ')
 	# The unit tests with leak detection; the real programs (Python,
 	# ab, redis, sh) without it, since their leaks are not ours.
 	# shellcheck disable=SC2086

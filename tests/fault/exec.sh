@@ -48,10 +48,14 @@ grep -q "statically linked" "$tmp/err" || fail "agilerun did not warn: $(cat "$t
 note "agilerun: $(cat "$tmp/err")"
 unthrottled "static, through agilerun" "$out"
 
-[ "$(id -u)" -eq 0 ] || skip "the set-user-ID cases need root"
-command -v setpriv >/dev/null 2>&1 || skip "setpriv is not installed"
+# The set-user-ID cases need root and setpriv, and a preload that needs
+# no sanitizer runtime ahead of it; without them they are reported as not
+# run, and the static cases above stand.
+not_run() { note "NOT RUN: the set-user-ID cases: $*"; exit 0; }
+[ "$(id -u)" -eq 0 ] || not_run "they need root"
+command -v setpriv >/dev/null 2>&1 || not_run "setpriv is not installed"
 [ -z "${AGILE_TEST_PRELOAD_FIRST:-}" ] ||
-	skip "an ASan preload cannot be loaded into a set-user-ID program"
+	not_run "an ASan build cannot be loaded into a set-user-ID program"
 mkdir "$tmp/bin"
 cp "$CLIENT" "$tmp/bin/setuid_client"
 chmod 4755 "$tmp/bin/setuid_client"
