@@ -19,15 +19,18 @@
  * The boot id is fixed ("fuzz"), so the corpus is valid on every machine.
  * When the file is accepted, every slot is read the way agilestat and the
  * preload read it (state word, name, history ring, statistics, attached
- * processes), a history entry is appended to each ready one, and the preload
- * attaches a destination of its own (agile_state_slot_acquire, which probes,
- * claims, re-initialises or attaches).  Slots claimed by a live process are
- * left out of that last step, which would wait for them.
+ * processes, and agilestat's table and JSON of the resilience region, whose
+ * ranges the check covers), a history entry is appended to each ready one,
+ * and the preload attaches a destination of its own
+ * (agile_state_slot_acquire, which probes, claims, re-initialises or
+ * attaches).  Slots claimed by a live process are left out of that last
+ * step, which would wait for them.
  *
  * Out of scope, on purpose: the arithmetic of the limiter and resilience
- * primitives on a slot body full of garbage.  The check covers the header
- * and each slot's state word and strings; a ready slot's body is trusted
- * (README.md, "Hardening and limits", says what that means).
+ * primitives on a slot body full of garbage.  The check covers the header,
+ * each slot's state word and strings and the resilience region's ranges;
+ * the rest of a ready slot is trusted (README.md, "Hardening and limits",
+ * says what that means).
  *
  * tests/fuzz/replay.c turns this file into a program that replays the
  * committed corpus in every `make check`.
@@ -42,6 +45,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agilestat_resilience.h"
 #include "state.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -60,6 +64,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	(void)argc;
 	(void)argv;
+	/* agilestat's printers write to stdout. */
+	if (freopen("/dev/null", "w", stdout) == NULL)
+		abort();
 	if (posix_memalign((void **)&image, 4096, AGILE_STATE_SIZE) != 0)
 		abort();
 	memset(image, 0, AGILE_STATE_SIZE);
@@ -146,6 +153,8 @@ static void use_slot(struct agile_state_slot *s, int64_t now_ns)
 		       (double)t->samples;
 	}
 	sink = sum + stats.rate;
+	agilestat_resilience_table(s);
+	agilestat_resilience_json(s);
 	agile_state_slot_append_tick(s, now_ns);
 }
 
