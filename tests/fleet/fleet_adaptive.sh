@@ -45,6 +45,7 @@ published=$(redis-cli -p "$redis_port" hget '{agile:api}:fleet' rate)
 for p in $pids; do
 	wait "$p" || fail "a client failed"
 done
+t1=$(now_mono)
 
 # combined FROM TO: the three hosts' calls per second in [t0+FROM, t0+TO).
 combined() {
@@ -71,5 +72,10 @@ for n in 1 2 3; do
 	won="$won $(host_json "$n" api 'f["steps_won"]')"
 done
 note "control steps won by each host:$won"
-check "10 <= v[0] + v[1] + v[2] <= 23" "at most one step ran per tick, on one host" $won
+# One winner per epoch (SET NX on the epoch's key), so the steps can be no
+# more than the 1 s epochs the hosts ran through: from the first host's
+# start to the last one's exit, plus one for the epoch already begun.  A
+# fixed 23 was too tight when a loaded machine stretched start-up (24 seen).
+epochs=$(python3 -c "import math; print(math.ceil($t1 - $t0) + 1)")
+check "10 <= v[0] + v[1] + v[2] <= v[3]" "at most one step ran per tick, on one host" $won "$epochs"
 check "sum(1 for x in v if x > 0) >= 2" "the hosts took turns" $won
