@@ -68,10 +68,22 @@ run() {
 	wait "$pid" 2>/dev/null || true
 }
 
-run hot burn
+# The CPU shedder reads the server's own CPU time: on a machine busy with
+# other tests, CPU 1 is shared and the server may not get hot enough in 3 s
+# (0 sheds seen once under CI's parallel make check), so the hot run gets
+# up to three tries.  The cool run must shed nothing on its only try.
+hot=""
+for attempt in hot hot2 hot3; do
+	run "$attempt" burn
+	if [ "$(stat_json "$attempt" 'd["listener"]["shed_cpu"]')" -gt 0 ]; then
+		hot=$attempt
+		break
+	fi
+done
+[ -n "$hot" ] || hot=hot3
 run cool sleep
-hot_cpu=$(stat_json hot 'd["listener"]["shed_cpu"]')
-hot_shed=$(stat_json hot 'd["listener"]["shed"]')
+hot_cpu=$(stat_json "$hot" 'd["listener"]["shed_cpu"]')
+hot_shed=$(stat_json "$hot" 'd["listener"]["shed"]')
 cool_cpu=$(stat_json cool 'd["listener"]["shed_cpu"]')
 note "CPU-bound server: $hot_shed shed, $hot_cpu of them by the CPU shedder"
 note "sleeping server: $cool_cpu shed by the CPU shedder"
@@ -80,4 +92,4 @@ check "v[0] == v[1]" "every shed was the CPU shedder's (the cap is out of the wa
 	"$hot_cpu" "$hot_shed"
 check "v[0] == 0" "a cool server sheds nothing, however much is in flight" "$cool_cpu"
 check "v[0] > 0" "ab got the 503s" \
-	"$(sed -n 's/^Non-2xx responses: *//p' "$tmp/hot.ab" | grep . || echo 0)"
+	"$(sed -n 's/^Non-2xx responses: *//p' "$tmp/$hot.ab" | grep . || echo 0)"
