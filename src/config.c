@@ -389,6 +389,25 @@ static double real_field(struct report *rep, const char *field, double value,
 	return 0;
 }
 
+/*
+ * A per-tick step must stay below the whole rate.  Returns `step` when it
+ * does; otherwise reports why (`why`) and returns 0, so the default
+ * (`fallback`) is filled in later.
+ */
+static double step_below_one(struct report *rep, const char *field,
+                             double step, double fallback, const char *why)
+{
+	char shown[SHORT_TEXT], fallback_text[SHORT_TEXT];
+
+	if (step < 1)
+		return step;
+	format_number(shown, step);
+	format_number(fallback_text, fallback);
+	problem(rep, field, "%s (%s) must be below 1: %s; it would be reset to %s.",
+	        field, shown, why, fallback_text);
+	return 0;
+}
+
 /* "the default of 0.05 applies" and friends, for real_field's `unset`. */
 struct default_text {
 	char text[SHORT_TEXT + 32];
@@ -646,30 +665,15 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 	                                 c->target_inflation, "the preset decides");
 	r->up_step = real_field(rep, "up_step", c->up_step,
 	                        default_real(AGILE_DEFAULT_UP_STEP).text);
-	if (r->up_step >= 1) {
-		char shown[SHORT_TEXT], fallback[SHORT_TEXT];
-
-		format_number(shown, r->up_step);
-		format_number(fallback, AGILE_DEFAULT_UP_STEP);
-		problem(rep, "up_step",
-		        "up_step (%s) must be below 1: an additive step of the whole "
-		        "rate or more is a doubling, which is slow_start_gain's job; "
-		        "it would be reset to %s.", shown, fallback);
-		r->up_step = 0;
-	}
+	r->up_step = step_below_one(
+		rep, "up_step", r->up_step, AGILE_DEFAULT_UP_STEP,
+		"an additive step of the whole rate or more is a doubling, "
+		"which is slow_start_gain's job");
 	r->down_step = real_field(rep, "down_step", c->down_step,
 	                          default_real(AGILE_DEFAULT_DOWN_STEP).text);
-	if (r->down_step >= 1) {
-		char shown[SHORT_TEXT], fallback[SHORT_TEXT];
-
-		format_number(shown, r->down_step);
-		format_number(fallback, AGILE_DEFAULT_DOWN_STEP);
-		problem(rep, "down_step",
-		        "down_step (%s) must be below 1: a step of the whole rate "
-		        "would cut it to nothing in one tick; it would be reset to "
-		        "%s.", shown, fallback);
-		r->down_step = 0;
-	}
+	r->down_step = step_below_one(
+		rep, "down_step", r->down_step, AGILE_DEFAULT_DOWN_STEP,
+		"a step of the whole rate would cut it to nothing in one tick");
 	r->gain = real_field(rep, "gain", c->gain,
 	                     default_real(AGILE_DEFAULT_GAIN).text);
 	r->slow_start_gain = real_field(
