@@ -55,7 +55,9 @@
  * gnuplot script drawing OUT/<scenario>.png.  No timing or host detail is
  * printed, so two runs produce identical files.
  *
- * Usage: matrix [-o OUTDIR] [-r ROUNDS]
+ * Usage: matrix [-a] [-o OUTDIR] [-p PRESET] [-r ROUNDS] [-t SCENARIO:ARM]
+ *   -t traces one arm's control steps on stderr, every round: a rate arm's
+ *      ticks, a concurrency arm's windows (trace_law).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -441,6 +443,9 @@ struct run {
 	struct agile_adaptx *adaptx;
 	struct agile_adaptx_hooks hooks;
 	bool trace;
+	uint64_t traced_windows;  /* a concurrency arm's windows traced so far */
+	uint64_t traced_answers;  /* its successes and failures by then */
+	uint64_t traced_failures;
 	/* the event-loop client */
 	struct conn conns[LOOP_CONNECTIONS];
 	int64_t next_law_tick_ns; /* a concurrency arm's next window */
@@ -520,6 +525,49 @@ static void record(struct run *r, const struct event *e)
 	rc->inside = !e->timed_out && rc->latency_ns <= SLO_NS;
 }
 
+/*
+ * A concurrency arm's trace: one line per window its law closed, with what
+ * the window held (answers, failures, and the latencies of the samples
+ * recorded within the last window, failures included), the limit it left
+ * and the law's estimators, so the table's figures can be read off the
+ * steps that made them.
+ */
+static void trace_law(struct run *r, int64_t now)
+{
+	const struct agile_law *law = &r->adaptx->law;
+	struct agile_adaptx_stats st;
+
+	if (!r->trace || law->windows == r->traced_windows)
+		return;
+	r->traced_windows = law->windows;
+	agile_adaptx_stats(r->adaptx, now, &st);
+	uint64_t answers = st.success + st.failures;
+	fprintf(stderr, "%6.1f cap %5.1f base %3.0f | answers %4" PRIu64
+	        " failed %4" PRIu64 " | mean %6.1f min %6.1f p99 %7.1f | ",
+	        rel_s(r, now), r->sc->capacity(rel_s(r, now)),
+	        r->sc->base_ms(rel_s(r, now)), answers - r->traced_answers,
+	        st.failures - r->traced_failures,
+	        (double)st.avg_latency_ns / MS, (double)st.min_latency_ns / MS,
+	        (double)st.p99_latency_ns / MS);
+	r->traced_answers = answers;
+	r->traced_failures = st.failures;
+	switch (law->config.kind) {
+	case AGILE_LAW_VEGAS:
+		fprintf(stderr, "rtt_min %6.1f avg %6.1f | ",
+		        law->state.vegas.min_ns / MS,
+		        law->state.vegas.avg_ns / MS);
+		break;
+	case AGILE_LAW_GRADIENT:
+		fprintf(stderr, "avg %6.1f | ", law->state.gradient.avg_ns / MS);
+		break;
+	default:
+		fprintf(stderr, "credit %.2f | ", law->state.aimd.credit);
+		break;
+	}
+	fprintf(stderr, "in flight %3" PRId64 " limit %4" PRId64 "\n",
+	        st.in_flight, st.limit);
+}
+
 /* Keep a concurrency arm's pipe full: send while the law admits. */
 static void law_fill(struct run *r, int64_t now)
 {
@@ -549,6 +597,7 @@ static void answer(struct run *r, const struct event *e)
 	case ARM_LAW:
 		agile_adaptx_release(r->adaptx, &permit, !e->timed_out, latency,
 		                     e->at_ns, &r->hooks);
+		trace_law(r, e->at_ns);
 		law_fill(r, e->at_ns);
 		break;
 	}
@@ -657,6 +706,7 @@ static void simulate_backlog(struct run *r)
 			}
 			else if (r->arm->kind == ARM_LAW) {
 				agile_adaptx_advance(r->adaptx, next_tick, &r->hooks);
+				trace_law(r, next_tick);
 				law_fill(r, next_tick);
 			}
 			next_tick += TICK_NS;
@@ -697,6 +747,7 @@ static void loop_advance(struct run *r, int64_t until)
 
 		if (next_law <= until && next_law < next_event) {
 			agile_adaptx_advance(r->adaptx, next_law, &r->hooks);
+			trace_law(r, next_law);
 			r->next_law_tick_ns += TICK_NS;
 			continue;
 		}
@@ -789,6 +840,7 @@ static void loop_read(struct run *r, int c, int64_t now)
 	case ARM_LAW:
 		agile_adaptx_release(r->adaptx, &k->permit, !e->timed_out,
 		                     latency, now, &r->hooks);
+		trace_law(r, now);
 		break;
 	}
 	loop_connect(r, c, now);
