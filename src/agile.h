@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "agile_laws.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -142,6 +144,12 @@ struct agile_config {
 	                             inside the tail target, and a tick within
 	                             the tolerance does not cut on the
 	                             smoothing's memory; 1 */
+	enum agile_law_kind law;  /* what moves a concurrency limiter's limit:
+	                             AGILE_LAW_AGILE (0, this controller) or
+	                             one of adaptx's windowed laws
+	                             (agile_laws.h).  A rate limiter runs the
+	                             agile law only: adaptx's laws bound
+	                             requests in flight, not a rate */
 };
 
 /* Defaults, each documented where the knob is explained (README). */
@@ -510,6 +518,8 @@ struct agile_rate_limiter {
 	uint64_t grants_at_tick; /* bucket.grants when the last step ran */
 };
 
+/* -EINVAL when agile_resolve() rejects `config` or config->law is not
+ * AGILE_LAW_AGILE. */
 int agile_rate_init(struct agile_rate_limiter *l,
                     const struct agile_config *config, int64_t now_ns);
 /* Reserve the next send slot; returns the planned send time.  The caller
@@ -547,14 +557,40 @@ double agile_rate_rate(const struct agile_rate_limiter *l);
 void agile_rate_stats(const struct agile_rate_limiter *l,
                       struct agile_stats *out);
 
-/* Concurrency limiter: semaphore + the same controller. */
+/*
+ * Concurrency limiter: a semaphore whose limit a law moves, the same
+ * controller as the rate limiter's by default (config.law AGILE_LAW_AGILE),
+ * or one of adaptx's windowed laws (AIMD, Vegas, Gradient; agile_laws.h).
+ *
+ * A windowed law runs with the limiter's own bounds and clock: floor_rate,
+ * max_rate and initial_rate (in requests in flight) are its min, max and
+ * initial limits, tick_ns its sample window, slo_ns (when set) Vegas's
+ * target latency; every other option keeps adaptx's documented default.
+ * Outcomes reach it as adaptx's release would report them: an observed
+ * call is a success with its latency (a latency <= 0 is a skipped sample);
+ * a truncated call, an unreachable one and, through observe_outcome, a
+ * reached call that returned an error are failures; an aborted call is no
+ * signal.  A failure without a duration (unreachable) counts as a failure
+ * of the window but gives no latency.  The law reads the calls in flight
+ * at the outcome, the call itself included, so observe before release (as
+ * agile_conc_do does).  A step (tick) closes the law's window when it is
+ * due and runs the law at most once per window; the histogram and the
+ * controller stay idle, except that the controller's rate, ticks, samples,
+ * used and last action mirror the law's last window for agile_conc_stats.
+ */
 struct agile_conc_limiter {
 	struct agile_loop loop;
 	uint64_t in_flight;      /* admitted and not yet released */
-	uint64_t limit;          /* floor of the controller's target, >= 1 */
+	uint64_t limit;          /* floor of the controller's target, or the
+	                            windowed law's limit; >= 1 */
 	uint64_t peak_in_flight; /* most in flight since the last step */
+	struct agile_law law;    /* law.config.kind selects the law; the
+	                            windowed law's state, inert for
+	                            AGILE_LAW_AGILE */
 };
 
+/* -EINVAL when agile_resolve() rejects `config` or config->law is not a
+ * known law. */
 int agile_conc_init(struct agile_conc_limiter *l,
                     const struct agile_config *config, int64_t now_ns);
 /* Admit if in_flight < limit; never blocks.  Each true needs one release. */
@@ -572,8 +608,20 @@ void agile_conc_observe_outcome(struct agile_conc_limiter *l, int64_t d_ns,
 int agile_conc_do(struct agile_conc_limiter *l,
                   const struct agile_hooks *hooks, int (*fn)(void *),
                   void *fn_arg);
+/* Run a step now (a windowed law: close its window if due). */
 void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns);
+/* Run a step if one is due; exactly one of many concurrent callers wins and
+ * gets true.  A windowed law withholds nothing of an increase (no jitter
+ * draws): see agile_conc_tick_if_due_jitter. */
 bool agile_conc_tick_if_due(struct agile_conc_limiter *l, int64_t now_ns);
+/* As agile_conc_tick_if_due, with the two uniform draws a windowed law's
+ * jitter takes for this window (NULL: nothing withheld).  The core draws no
+ * random numbers; the agile law ignores them. */
+bool agile_conc_tick_if_due_jitter(struct agile_conc_limiter *l,
+                                   int64_t now_ns,
+                                   const struct agile_law_draw *draw);
+/* The law in force: an enum agile_law_kind. */
+enum agile_law_kind agile_conc_law(const struct agile_conc_limiter *l);
 void agile_conc_stats(const struct agile_conc_limiter *l,
                       struct agile_stats *out);
 

@@ -46,6 +46,13 @@
  * A zero (or negative) latency marks a skipped sample: it is not recorded at
  * all, so it neither counts toward warm-up, nor toward the window's samples,
  * failures or peak in-flight.  Callers keep their own success/failure totals.
+ * A failure that has no latency at all (a call that never reached the
+ * downstream, as libagile's concurrency limiter reports one) is recorded by
+ * agile_law_record_failure(): it counts as a sample and a failure, but the
+ * window's mean and minimum are those of its timed samples only, so it
+ * cannot drag Vegas's minimum to nothing.  A window whose samples are all
+ * such failures has no latency: AIMD cuts as for any failure, Gradient cuts
+ * once it has an average (and holds before), Vegas holds.
  *
  * Like the rest of libagile the laws read no clock, draw no random numbers,
  * allocate nothing and hold no pointers, so a struct agile_law may sit in
@@ -173,8 +180,11 @@ struct agile_law_summary {
 	uint64_t samples;        /* recorded samples (skipped ones excluded) */
 	uint64_t failures;       /* of those, how many failed */
 	uint64_t peak_in_flight; /* most in flight at any recorded release */
-	double mean_ns;          /* mean latency of the recorded samples */
-	int64_t min_ns;          /* smallest of them */
+	double mean_ns;          /* mean latency of the timed samples; 0 when
+	                            there are none */
+	int64_t min_ns;          /* smallest of them; 0 when there are none */
+	uint64_t timed;          /* samples with a latency: all but those of
+	                            agile_law_record_failure() */
 };
 
 /* The jitter draws for one adjustment, each uniform in [0, 1): `amount`
@@ -226,6 +236,7 @@ struct agile_law_window {
 	uint64_t peak_in_flight;
 	int64_t sum_ns;          /* sum of recorded latencies */
 	int64_t min_ns;          /* INT64_MAX while empty */
+	uint64_t timed;          /* samples that brought a latency */
 };
 
 /* What closing a window did. */
@@ -281,6 +292,15 @@ void agile_law_reset(struct agile_law *law, int64_t now_ns, int64_t in_flight);
  */
 bool agile_law_record(struct agile_law *law, bool success, int64_t latency_ns,
                       uint64_t in_flight);
+
+/*
+ * Record one failed call that has no latency (it never reached the
+ * downstream): a sample and a failure of the open window, and a step of
+ * warm-up, that leaves the window's latencies alone.  `in_flight` as for
+ * agile_law_record().  False, and nothing recorded, for AGILE_LAW_AGILE.
+ * Lock-free.
+ */
+bool agile_law_record_failure(struct agile_law *law, uint64_t in_flight);
 
 /* True when now_ns is at least one sample window past the window's start. */
 bool agile_law_due(const struct agile_law *law, int64_t now_ns);

@@ -626,6 +626,13 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 	resolve_rates(c, max_ok, r, rep);
 	slo = count_field(rep, "slo_ns", c->slo_ns,
 	                  "there is no SLO and the tail guard is off");
+	/* The law is not resolved (a concurrency limiter reads it as written)
+	 * but an unknown one is reported: both limiters refuse it. */
+	if ((unsigned)c->law >= AGILE_LAW_COUNT)
+		problem(rep, "law",
+		        "law (%d) is not a known law (agile, aimd, vegas or "
+		        "gradient); the limiter would refuse to start.",
+		        (int)c->law);
 	if ((unsigned)anchor >= ANCHOR_COUNT) {
 		problem(rep, "anchor",
 		        "anchor (%d) is not a known anchor; the preset would choose "

@@ -246,6 +246,10 @@ int64_t agile_vegas_step(struct agile_vegas *s, const struct agile_law_options *
 {
 	double rtt = w->mean_ns;
 
+	/* A window of failures without a latency says nothing about the
+	 * queue, and folding its mean of 0 would pull the average down. */
+	if (rtt <= 0)
+		return limit;
 	fold_average(&s->avg_ns, rtt, o->smoothing);
 	/* Decay first, then take the window's minimum: the drift lets a
 	 * minimum set by one anomalously fast sample wear off, while a real
@@ -254,7 +258,7 @@ int64_t agile_vegas_step(struct agile_vegas *s, const struct agile_law_options *
 		s->min_ns += o->min_latency_decay * (s->avg_ns - s->min_ns);
 	if (w->min_ns > 0 && (s->min_ns <= 0 || (double)w->min_ns < s->min_ns))
 		s->min_ns = (double)w->min_ns;
-	if (rtt <= 0 || s->min_ns <= 0)
+	if (s->min_ns <= 0)
 		return limit;
 
 	/* Queued work: the share of the window's mean RTT that is not the
@@ -279,8 +283,11 @@ int64_t agile_gradient_step(struct agile_gradient *s,
 {
 	double rtt = w->mean_ns;
 
+	/* Only failures without a latency: nothing to fold into the average,
+	 * but the failures still back off once there is one. */
 	if (rtt <= 0)
-		return limit;
+		return s->avg_ns > 0 && w->failures > 0
+		       ? scaled(limit, o->decrease_ratio) : limit;
 	/* The first window only seeds the average: comparing it with nothing
 	 * would let a high opening RTT read as "at the average" and grow. */
 	if (s->avg_ns <= 0) {
@@ -401,6 +408,20 @@ bool agile_law_record(struct agile_law *law, bool success, int64_t latency_ns,
 		agile__add_u64(&w->failures, 1);
 	__atomic_add_fetch(&w->sum_ns, latency_ns, __ATOMIC_RELAXED);
 	atomic_min_i64(&w->min_ns, latency_ns);
+	agile__add_u64(&w->timed, 1);
+	agile__max_u64(&w->peak_in_flight, in_flight);
+	agile__add_u64(&law->seen, 1);
+	return true;
+}
+
+bool agile_law_record_failure(struct agile_law *law, uint64_t in_flight)
+{
+	struct agile_law_window *w = &law->window;
+
+	if (law->config.kind == AGILE_LAW_AGILE)
+		return false;
+	agile__add_u64(&w->samples, 1);
+	agile__add_u64(&w->failures, 1);
 	agile__max_u64(&w->peak_in_flight, in_flight);
 	agile__add_u64(&law->seen, 1);
 	return true;
@@ -420,13 +441,14 @@ static void window_drain(struct agile_law_window *w,
 {
 	out->samples = drain_u64(&w->samples);
 	out->failures = drain_u64(&w->failures);
+	out->timed = drain_u64(&w->timed);
 	int64_t sum = __atomic_load_n(&w->sum_ns, __ATOMIC_ACQUIRE);
 	__atomic_sub_fetch(&w->sum_ns, sum, __ATOMIC_RELAXED);
 	out->min_ns = __atomic_exchange_n(&w->min_ns, INT64_MAX, __ATOMIC_ACQ_REL);
 	out->peak_in_flight =
 		__atomic_exchange_n(&w->peak_in_flight, 0, __ATOMIC_ACQ_REL);
-	out->mean_ns = out->samples > 0 ? (double)sum / (double)out->samples : 0;
-	if (out->samples == 0 || out->min_ns == INT64_MAX)
+	out->mean_ns = out->timed > 0 ? (double)sum / (double)out->timed : 0;
+	if (out->timed == 0 || out->min_ns == INT64_MAX)
 		out->min_ns = 0;
 }
 

@@ -1,9 +1,10 @@
 /*
  * limiter.c - the two limiters: a rate limiter (leaky bucket + controller)
- * for the outbound direction and a concurrency limiter (semaphore +
- * controller) for the inbound one.  They share one "loop": the resolved
- * configuration, the controller, the per-tick histogram, the outcome counters
- * and the tick clock.
+ * for the outbound direction and a concurrency limiter (semaphore + a law:
+ * the controller, or one of adaptx's windowed laws from laws.c) for the
+ * inbound one.  They share one "loop": the resolved configuration, the
+ * controller, the per-tick histogram, the outcome counters and the tick
+ * clock; a windowed law keeps its own window and claims its own steps.
  *
  * Everything here may run in many threads and many processes at once on one
  * struct in shared memory.  The hot path (take, observe, try-take, release)
@@ -182,6 +183,10 @@ static double elapsed_s(int64_t from_ns, int64_t to_ns)
 int agile_rate_init(struct agile_rate_limiter *l,
                     const struct agile_config *config, int64_t now_ns)
 {
+	/* adaptx's laws bound requests in flight; a bucket has no such
+	 * thing to bound. */
+	if (config != NULL && config->law != AGILE_LAW_AGILE)
+		return -EINVAL;
 	int rc = loop_init(&l->loop, config, AGILE_KIND_RATE, now_ns);
 
 	if (rc < 0)
@@ -295,17 +300,69 @@ static uint64_t limit_for(double target)
 	return f < 1 ? 1 : (uint64_t)f;
 }
 
+/* True when one of adaptx's windowed laws moves the limit.  The kind is
+ * written once, at init, so a plain read is enough. */
+static bool windowed(const struct agile_conc_limiter *l)
+{
+	return l->law.config.kind != AGILE_LAW_AGILE;
+}
+
+/* A windowed law's options from the limiter's resolved configuration: its
+ * bounds in requests in flight, its tick as the sample window, and its SLO
+ * as Vegas's target; the rest are adaptx's defaults. */
+static void law_options_for(const struct agile_resolved *r,
+                            enum agile_law_kind kind,
+                            struct agile_law_options *o)
+{
+	agile_law_options_init(o);
+	o->kind = (uint32_t)kind;
+	o->min_limit = r->floor_rate;
+	o->max_limit = r->max_rate;
+	o->initial_limit = r->initial_rate;
+	o->sample_window_ns = r->tick_ns;
+	if (r->slo_ns > 0)
+		o->target_latency_ns = r->slo_ns;
+	agile_law_options_resolve(o);
+}
+
 int agile_conc_init(struct agile_conc_limiter *l,
                     const struct agile_config *config, int64_t now_ns)
 {
+	struct agile_law_options options;
+
+	if (config != NULL && (unsigned)config->law >= AGILE_LAW_COUNT)
+		return -EINVAL;
 	int rc = loop_init(&l->loop, config, AGILE_KIND_CONCURRENCY, now_ns);
 
 	if (rc < 0)
 		return rc;
 	l->in_flight = 0;
 	l->peak_in_flight = 0;
-	l->limit = limit_for(l->loop.ctl.rate);
+	law_options_for(&l->loop.config, config->law, &options);
+	agile_law_init(&l->law, &options, now_ns);
+	if (windowed(l)) {
+		l->limit = (uint64_t)agile_law_limit(&l->law);
+		l->loop.ctl.rate = (double)l->limit;
+	} else {
+		l->limit = limit_for(l->loop.ctl.rate);
+	}
 	return 0;
+}
+
+enum agile_law_kind agile_conc_law(const struct agile_conc_limiter *l)
+{
+	return (enum agile_law_kind)l->law.config.kind;
+}
+
+/* One outcome for a windowed law, counted in the totals as the loop counts
+ * it.  The calls in flight include this one: callers observe before they
+ * release. */
+static void law_record(struct agile_conc_limiter *l, bool success,
+                       int64_t d_ns)
+{
+	if (agile_law_record(&l->law, success, d_ns,
+	                     agile__load_u64(&l->in_flight)))
+		agile__add_u64(&l->loop.totals.samples, 1);
 }
 
 bool agile_conc_try_take(struct agile_conc_limiter *l)
@@ -347,23 +404,62 @@ uint64_t agile_conc_in_flight(const struct agile_conc_limiter *l)
 
 void agile_conc_observe(struct agile_conc_limiter *l, int64_t d_ns)
 {
-	loop_observe(&l->loop, d_ns);
+	if (windowed(l))
+		law_record(l, true, d_ns);
+	else
+		loop_observe(&l->loop, d_ns);
 }
 
 void agile_conc_observe_truncated(struct agile_conc_limiter *l, int64_t d_ns)
 {
-	loop_observe_truncated(&l->loop, d_ns);
+	if (!windowed(l)) {
+		loop_observe_truncated(&l->loop, d_ns);
+		return;
+	}
+	/* A call cut short is a call that failed, whatever its length: for
+	 * AIMD a timeout is the overload signal itself. */
+	if (d_ns > 0)
+		law_record(l, false, d_ns);
+	else if (agile_law_record_failure(&l->law,
+	                                  agile__load_u64(&l->in_flight)))
+		agile__add_u64(&l->loop.totals.samples, 1);
+	agile__add_u64(&l->loop.totals.truncated, 1);
 }
 
 void agile_conc_unavailable(struct agile_conc_limiter *l)
 {
-	loop_unavailable(&l->loop);
+	if (!windowed(l)) {
+		loop_unavailable(&l->loop);
+		return;
+	}
+	agile__add_u64(&l->loop.totals.unreachable, 1);
+	agile_law_record_failure(&l->law, agile__load_u64(&l->in_flight));
 }
 
 void agile_conc_observe_outcome(struct agile_conc_limiter *l, int64_t d_ns,
                                 int error, const struct agile_hooks *hooks)
 {
-	loop_outcome(&l->loop, d_ns, error, hooks);
+	enum agile_outcome outcome = AGILE_REACHED;
+
+	if (!windowed(l)) {
+		loop_outcome(&l->loop, d_ns, error, hooks);
+		return;
+	}
+	if (error != 0 && hooks != NULL && hooks->classify != NULL)
+		outcome = hooks->classify(error, hooks->arg);
+	switch (outcome) {
+	case AGILE_UNREACHABLE:
+		agile_conc_unavailable(l);
+		break;
+	case AGILE_ABORTED:
+		loop_aborted(&l->loop);
+		break;
+	case AGILE_REACHED:
+	default:
+		/* adaptx's release: an error is a failure, with its latency. */
+		law_record(l, error == 0, d_ns);
+		break;
+	}
 }
 
 int agile_conc_do(struct agile_conc_limiter *l, const struct agile_hooks *hooks,
@@ -381,8 +477,54 @@ int agile_conc_do(struct agile_conc_limiter *l, const struct agile_hooks *hooks,
 	return error;
 }
 
+/* What the controller's last action says about a windowed law's window,
+ * so agile_conc_stats reads the same for every law. */
+static enum agile_action law_action(enum agile_law_result r)
+{
+	switch (r) {
+	case AGILE_LAW_INCREASED:
+		return AGILE_ACTION_INCREASE;
+	case AGILE_LAW_DECREASED:
+		return AGILE_ACTION_DECREASE;
+	case AGILE_LAW_HELD:
+		return AGILE_ACTION_HOLD;
+	default:
+		return AGILE_ACTION_BLIND; /* warming up, or no sample */
+	}
+}
+
+/* Close a windowed law's window if it is due (the law's own claim picks
+ * one winner), publish its limit and mirror the window into the
+ * controller's fields for the stats.  True when a window closed. */
+static bool law_tick(struct agile_conc_limiter *l, int64_t now_ns,
+                     const struct agile_law_draw *draw)
+{
+	struct agile_law_change change;
+	enum agile_law_result r = agile_law_advance(&l->law, now_ns, draw,
+	                                            &change);
+	struct agile_controller *c = &l->loop.ctl;
+
+	if (r == AGILE_LAW_NOT_DUE)
+		return false;
+	agile__store_u64(&l->limit, (uint64_t)change.new_limit);
+	agile__store_u64(&l->peak_in_flight, agile__load_u64(&l->in_flight));
+	agile__store_double(&c->rate, (double)change.new_limit);
+	agile__store_double(&c->used, (double)change.summary.peak_in_flight);
+	agile__store_u64(&c->samples, change.summary.samples);
+	agile__store_u64(&c->ticks, agile__load_u64(&c->ticks) + 1);
+	agile__store_u32(&c->last_action, (uint32_t)law_action(r));
+	agile__store_i64(&l->loop.last_tick_ns, now_ns);
+	return true;
+}
+
 void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns)
 {
+	if (windowed(l)) {
+		/* A law runs at most once per window: that is its contract,
+		 * and a forced step cannot override it. */
+		law_tick(l, now_ns, NULL);
+		return;
+	}
 	/* Used is the most requests in flight at once during the tick; the
 	 * next tick starts from what is in flight now. */
 	uint64_t peak = agile__load_u64(&l->peak_in_flight);
@@ -393,12 +535,21 @@ void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns)
 	agile__store_u64(&l->limit, limit_for(rate));
 }
 
-bool agile_conc_tick_if_due(struct agile_conc_limiter *l, int64_t now_ns)
+bool agile_conc_tick_if_due_jitter(struct agile_conc_limiter *l,
+                                   int64_t now_ns,
+                                   const struct agile_law_draw *draw)
 {
+	if (windowed(l))
+		return law_tick(l, now_ns, draw);
 	if (!loop_claim_tick(&l->loop, now_ns))
 		return false;
 	agile_conc_tick(l, now_ns);
 	return true;
+}
+
+bool agile_conc_tick_if_due(struct agile_conc_limiter *l, int64_t now_ns)
+{
+	return agile_conc_tick_if_due_jitter(l, now_ns, NULL);
 }
 
 void agile_conc_stats(const struct agile_conc_limiter *l, struct agile_stats *out)

@@ -661,6 +661,45 @@ START_TEST(laws_window_summary_is_exact)
 }
 END_TEST
 
+/* A failure without a latency (a call that never reached the downstream)
+ * is a sample and a failure of the window, but not a latency: the mean and
+ * the minimum are the timed samples' alone. */
+START_TEST(laws_failure_without_latency_counts_but_times_nothing)
+{
+	struct agile_law_options o = plain(AGILE_LAW_AIMD, 10);
+	struct agile_law law;
+	struct agile_law_change ch;
+
+	start(&law, &o);
+	ck_assert(agile_law_record(&law, true, 10 * MS, 3));
+	ck_assert(agile_law_record_failure(&law, 9));
+	ck_assert(agile_law_record(&law, true, 30 * MS, 2));
+	agile_law_advance(&law, SEC, NULL, &ch);
+	ck_assert_uint_eq(ch.summary.samples, 3);
+	ck_assert_uint_eq(ch.summary.timed, 2);
+	ck_assert_uint_eq(ch.summary.failures, 1);
+	ck_assert_uint_eq(ch.summary.peak_in_flight, 9);
+	ck_assert_double_eq(ch.summary.mean_ns, 20 * MS);
+	ck_assert_int_eq(ch.summary.min_ns, 10 * MS);
+	ck_assert_int_eq(ch.new_limit, 5);
+	ck_assert_uint_eq(law.seen, 3);
+
+	/* Only such failures: no latency at all, and AIMD still cuts. */
+	ck_assert(agile_law_record_failure(&law, 1));
+	ck_assert_int_eq(agile_law_advance(&law, 2 * SEC, NULL, &ch),
+	                 AGILE_LAW_DECREASED);
+	ck_assert_double_eq(ch.summary.mean_ns, 0);
+	ck_assert_int_eq(ch.summary.min_ns, 0);
+	ck_assert_int_eq(ch.new_limit, 2);
+
+	/* The agile kind records nothing. */
+	o.kind = AGILE_LAW_AGILE;
+	start(&law, &o);
+	ck_assert(!agile_law_record_failure(&law, 1));
+	ck_assert_uint_eq(law.window.samples, 0);
+}
+END_TEST
+
 START_TEST(laws_empty_window_rolls_without_running_the_law)
 {
 	struct agile_law_options o = plain(AGILE_LAW_GRADIENT, 10);
@@ -859,6 +898,7 @@ Suite *laws_suite(void)
 	tcase_add_test(window, laws_one_adjustment_per_window);
 	tcase_add_test(window, laws_idle_spell_closes_one_window_not_a_burst);
 	tcase_add_test(window, laws_window_summary_is_exact);
+	tcase_add_test(window, laws_failure_without_latency_counts_but_times_nothing);
 	tcase_add_test(window, laws_empty_window_rolls_without_running_the_law);
 	tcase_add_test(window, laws_skipped_samples_are_not_recorded);
 	tcase_add_test(window, laws_warmup_rolls_windows_until_enough_samples);

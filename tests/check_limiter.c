@@ -949,6 +949,257 @@ START_TEST(limiter_conc_outcomes_and_truncated)
 }
 END_TEST
 
+/* --- the law selector ----------------------------------------------------- */
+
+/* A concurrency configuration running `law`: at most 100 in flight,
+ * starting at 10, with the default 1 s tick as the law's window. */
+static struct agile_config config_with_law(enum agile_law_kind law)
+{
+	struct agile_config c = config_with_max(100);
+
+	c.initial_rate = 10;
+	c.law = law;
+	return c;
+}
+
+/* `n` calls admitted at once, each observed while all are still in flight
+ * (the law's window sees n at once) and then released. */
+static void conc_calls(struct agile_conc_limiter *l, int n, int64_t latency_ns)
+{
+	for (int i = 0; i < n; i++)
+		ck_assert(agile_conc_try_take(l));
+	for (int i = 0; i < n; i++)
+		agile_conc_observe(l, latency_ns);
+	for (int i = 0; i < n; i++)
+		agile_conc_release(l);
+}
+
+START_TEST(limiter_conc_law_selector_validated)
+{
+	struct agile_conc_limiter l;
+	struct agile_rate_limiter r;
+	struct agile_config c = config_with_max(100);
+	struct agile_problem p[4];
+
+	/* Zero is the core controller, as before the selector existed. */
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_int_eq(agile_conc_law(&l), AGILE_LAW_AGILE);
+	ck_assert_uint_eq(agile_conc_limit(&l), 12); /* max/8, as always */
+
+	for (int law = AGILE_LAW_AIMD; law < AGILE_LAW_COUNT; law++) {
+		c = config_with_law((enum agile_law_kind)law);
+		ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+		ck_assert_int_eq(agile_conc_law(&l), law);
+		ck_assert_uint_eq(agile_conc_limit(&l), 10);
+		ck_assert_double_eq(conc_stats(&l).rate, 10);
+		/* A rate limiter has no requests in flight to bound. */
+		ck_assert_int_eq(agile_rate_init(&r, &c, 0), -EINVAL);
+	}
+
+	c = config_with_law((enum agile_law_kind)AGILE_LAW_COUNT);
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), -EINVAL);
+	ck_assert_int_eq(agile_rate_init(&r, &c, 0), -EINVAL);
+	ck_assert_uint_eq(agile_config_validate(&c, p, 4), 1);
+	ck_assert_str_eq(p[0].field, "law");
+	ck_assert_str_eq(p[0].message,
+	                 "law (4) is not a known law (agile, aimd, vegas or "
+	                 "gradient); the limiter would refuse to start.");
+	c = config_with_law((enum agile_law_kind)-1);
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), -EINVAL);
+	ck_assert_uint_eq(agile_config_validate(&c, p, 4), 1);
+
+	c = config_with_law(AGILE_LAW_VEGAS);
+	ck_assert_uint_eq(agile_config_validate(&c, p, 4), 0);
+	c.law = AGILE_LAW_AGILE;
+	ck_assert_int_eq(agile_rate_init(&r, &c, 0), 0);
+}
+END_TEST
+
+/* AIMD through the limiter: warm-up, a busy window's +1, one cut however
+ * many failures a window holds (a truncated call is one), an unreachable
+ * call as a failure, and the utilisation gate. */
+START_TEST(limiter_conc_law_aimd)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_law(AGILE_LAW_AIMD);
+	struct agile_stats s;
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	/* Nine samples: still warming up at the window's close, no step. */
+	conc_calls(&l, 9, 10 * MS);
+	ck_assert(!agile_conc_tick_if_due(&l, SEC - 1));
+	ck_assert(agile_conc_tick_if_due(&l, SEC));
+	s = conc_stats(&l);
+	ck_assert_uint_eq(agile_conc_limit(&l), 10);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_BLIND);
+	ck_assert_uint_eq(s.ticks, 1);
+	ck_assert_uint_eq(s.samples, 9);
+	ck_assert_uint_eq(s.totals.samples, 9);
+
+	/* Ten at once: the window reached the limit, so +1. */
+	conc_calls(&l, 10, 10 * MS);
+	ck_assert(!agile_conc_tick_if_due(&l, 2 * SEC - 1));
+	ck_assert(agile_conc_tick_if_due(&l, 2 * SEC));
+	s = conc_stats(&l);
+	ck_assert_uint_eq(agile_conc_limit(&l), 11);
+	ck_assert_double_eq(s.rate, 11);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_INCREASE);
+	ck_assert_double_eq(s.used, 10);
+
+	/* Two timeouts and a success in one window: one halving, 11 -> 5. */
+	for (int i = 0; i < 3; i++)
+		ck_assert(agile_conc_try_take(&l));
+	agile_conc_observe_truncated(&l, SEC);
+	agile_conc_observe_truncated(&l, 0);
+	agile_conc_observe(&l, 10 * MS);
+	for (int i = 0; i < 3; i++)
+		agile_conc_release(&l);
+	ck_assert(agile_conc_tick_if_due(&l, 3 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 5);
+	ck_assert_int_eq(conc_stats(&l).last_action, AGILE_ACTION_DECREASE);
+	ck_assert_uint_eq(conc_stats(&l).totals.truncated, 2);
+
+	/* A window of nothing but an unreachable call still cuts: 5 -> 2. */
+	ck_assert(agile_conc_try_take(&l));
+	agile_conc_unavailable(&l);
+	agile_conc_release(&l);
+	ck_assert(agile_conc_tick_if_due(&l, 4 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 2);
+	ck_assert_uint_eq(conc_stats(&l).totals.unreachable, 1);
+
+	/* One call at a time under a limit of 2: below ceil(2 x 0.9), held. */
+	conc_calls(&l, 1, 10 * MS);
+	conc_calls(&l, 1, 10 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 5 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 2);
+	ck_assert_int_eq(conc_stats(&l).last_action, AGILE_ACTION_HOLD);
+
+	/* A skipped sample (no latency) and an aborted call are no signal: an
+	 * empty window, held. */
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+	ck_assert(agile_conc_try_take(&l));
+	agile_conc_observe(&l, 0);
+	agile_conc_observe_outcome(&l, 5 * MS, ECANCELED, &hooks);
+	agile_conc_release(&l);
+	ck_assert(agile_conc_tick_if_due(&l, 6 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 2);
+	ck_assert_int_eq(conc_stats(&l).last_action, AGILE_ACTION_BLIND);
+	ck_assert_uint_eq(conc_stats(&l).totals.aborted, 1);
+	ck_assert_uint_eq(conc_stats(&l).totals.samples, 9 + 10 + 3 + 2);
+}
+END_TEST
+
+/* Vegas through the limiter: the SLO is its target latency, the queue
+ * estimate runs on the window mean against the decaying minimum. */
+START_TEST(limiter_conc_law_vegas)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_law(AGILE_LAW_VEGAS);
+
+	c.slo_ns = 100 * MS;
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	/* mean = min = 20 ms: queue 0 < alpha 10 x 0.1 x (1 - 20/100) = 0.8,
+	 * so +1. */
+	conc_calls(&l, 10, 20 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 11);
+	/* mean 40 ms: avg 24, min decays to 20.004; queue 11 x (1 -
+	 * 20.004/40) = 5.499 > 2 alpha = 1.760: x 0.5, 11 -> 5. */
+	conc_calls(&l, 10, 40 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 2 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 5);
+	/* mean 22 ms: avg 23.6, min 20.0076; queue 0.453 between alpha 0.400
+	 * and 2 alpha 0.800: held. */
+	conc_calls(&l, 5, 22 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 3 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 5);
+	ck_assert_int_eq(conc_stats(&l).last_action, AGILE_ACTION_HOLD);
+	/* A window of unreachable calls has no latency: held, and the
+	 * minimum is not dragged to nothing (the next 22 ms window holds
+	 * again rather than reading a queue of nearly the whole limit). */
+	for (int i = 0; i < 3; i++) {
+		ck_assert(agile_conc_try_take(&l));
+		agile_conc_unavailable(&l);
+		agile_conc_release(&l);
+	}
+	ck_assert(agile_conc_tick_if_due(&l, 4 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 5);
+	conc_calls(&l, 5, 22 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 5 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 5);
+}
+END_TEST
+
+/* Gradient through the limiter: the first window seeds the average, then
+ * +1 at the average, +2 well below it, a proportional cut above it, and a
+ * failure (an error answered, or an unreachable call) halves. */
+START_TEST(limiter_conc_law_gradient)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_law(AGILE_LAW_GRADIENT);
+	struct vclock clock = { 0 };
+	struct agile_hooks hooks = vclock_hooks(&clock);
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	conc_calls(&l, 10, 50 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 10);
+	ck_assert_int_eq(conc_stats(&l).last_action, AGILE_ACTION_HOLD);
+	conc_calls(&l, 10, 50 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 2 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 11);
+	/* 40 ms: avg 48, g = -0.167 < -0.1: +2. */
+	conc_calls(&l, 11, 40 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 3 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 13);
+	/* 80 ms: avg 54.4, g = 0.4706: x 0.7647, 13 -> 9. */
+	conc_calls(&l, 13, 80 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 4 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 9);
+	/* A timeout the downstream answered (classified reached) is a
+	 * failure with its latency: x 0.5, 9 -> 4. */
+	ck_assert(agile_conc_try_take(&l));
+	agile_conc_observe_outcome(&l, 50 * MS, ETIMEDOUT, &hooks);
+	agile_conc_release(&l);
+	ck_assert(agile_conc_tick_if_due(&l, 5 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 4);
+	/* Refused (unreachable, no latency): still a failure, 4 -> 2. */
+	ck_assert(agile_conc_try_take(&l));
+	agile_conc_observe_outcome(&l, 0, ECONNREFUSED, &hooks);
+	agile_conc_release(&l);
+	ck_assert(agile_conc_tick_if_due(&l, 6 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 2);
+	ck_assert_uint_eq(conc_stats(&l).ticks, 6);
+}
+END_TEST
+
+/* A windowed law's step is claimed on its own window: after an idle spell
+ * one window closes (one step, whatever jitter draws come with it: a step
+ * of 1 at jitter 0.1 is never withheld), and a forced tick cannot run the
+ * law before its window is due. */
+START_TEST(limiter_conc_law_window_not_a_burst)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_law(AGILE_LAW_AIMD);
+	struct agile_law_draw draw = { 1, 0 };
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	conc_calls(&l, 10, 10 * MS);
+	/* Ten seconds late: one window closes, one step. */
+	ck_assert(agile_conc_tick_if_due_jitter(&l, 10 * SEC, &draw));
+	ck_assert(!agile_conc_tick_if_due_jitter(&l, 10 * SEC, &draw));
+	ck_assert_uint_eq(agile_conc_limit(&l), 11);
+	ck_assert_uint_eq(conc_stats(&l).ticks, 1);
+	/* A forced tick does not run the law before its window is due. */
+	conc_calls(&l, 11, 10 * MS);
+	agile_conc_tick(&l, 10 * SEC + 1);
+	ck_assert_uint_eq(agile_conc_limit(&l), 11);
+	agile_conc_tick(&l, 11 * SEC);
+	ck_assert_uint_eq(agile_conc_limit(&l), 12);
+}
+END_TEST
+
 Suite *limiter_suite(void)
 {
 	Suite *s = suite_create("limiter");
@@ -988,6 +1239,11 @@ Suite *limiter_suite(void)
 	tcase_add_test(conc, limiter_conc_do_overloaded_without_running_fn);
 	tcase_add_test(conc, limiter_conc_do_observes_duration);
 	tcase_add_test(conc, limiter_conc_outcomes_and_truncated);
+	tcase_add_test(conc, limiter_conc_law_selector_validated);
+	tcase_add_test(conc, limiter_conc_law_aimd);
+	tcase_add_test(conc, limiter_conc_law_vegas);
+	tcase_add_test(conc, limiter_conc_law_gradient);
+	tcase_add_test(conc, limiter_conc_law_window_not_a_burst);
 	suite_add_tcase(s, conc);
 	return s;
 }
