@@ -116,9 +116,7 @@ int64_t agile__permit_limit(struct agile_state_resilience *z)
 		limit = __atomic_load_n(&z->conc_limit, __ATOMIC_ACQUIRE);
 		break;
 	case AGILE_CONC_ADAPTIVE:
-		limit = z->conc_law == AGILE_LAW_AGILE
-		        ? (int64_t)agile_conc_limit(&z->core)
-		        : agile_law_limit(&z->law);
+		limit = (int64_t)agile_conc_limit(&z->core);
 		break;
 	default:
 		return 0;
@@ -166,11 +164,11 @@ static int reclaim_dead(struct agile_state_resilience *z)
 	return freed;
 }
 
-/* The core limiter's counters mirror the table, so its controller sees the
+/* The core limiter's counters mirror the table, so its law sees the
  * connections in flight as it would have counted them itself. */
 static void mirror_core(struct agile_state_resilience *z, int64_t held)
 {
-	if (z->conc_mode != AGILE_CONC_ADAPTIVE || z->conc_law != AGILE_LAW_AGILE)
+	if (z->conc_mode != AGILE_CONC_ADAPTIVE)
 		return;
 	agile__store_u64(&z->core.in_flight, (uint64_t)held);
 	agile__max_u64(&z->core.peak_in_flight, (uint64_t)held);
@@ -304,20 +302,21 @@ void agile__permit_release(struct agile_state_resilience *z, int32_t permit,
 	syscall(SYS_futex, &z->permit_gen, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
 
-/* Run the adaptive law once per window (or the core's tick), and publish
- * the limit for agilestat. */
+/* Run the core limiter's step when it is due, and publish the limit for
+ * agilestat. */
 static void advance(struct agile_state_resilience *z, int64_t now)
 {
 	int64_t before = __atomic_load_n(&z->conc_limit, __ATOMIC_ACQUIRE);
 	int64_t after;
 
-	if (z->conc_law == AGILE_LAW_AGILE) {
-		mirror_core(z, agile_resilience_permits_held(z));
-		agile_conc_tick_if_due(&z->core, now);
-	} else if (agile_law_due(&z->law, now)) {
+	/* A windowed law's closing window takes two jitter draws; they cost
+	 * a getrandom each, so only then. */
+	if (agile_law_due(&z->core.law, now)) {
 		struct agile_law_draw draw = { agile__draw(), agile__draw() };
 
-		agile_law_advance(&z->law, now, &draw, NULL);
+		agile_conc_tick_if_due_jitter(&z->core, now, &draw);
+	} else {
+		agile_conc_tick_if_due(&z->core, now);
 	}
 	after = agile__permit_limit(z);
 	if (after == before)
@@ -341,24 +340,19 @@ void agile__conc_outcome(struct agile_state_resilience *z,
 	 * path) says nothing about the limit. */
 	if (outcome == AGILE_OUTCOME_ANSWERED && latency_ns <= 0)
 		return;
-	if (z->conc_law == AGILE_LAW_AGILE) {
-		switch (outcome) {
-		case AGILE_OUTCOME_ANSWERED:
-			agile_conc_observe(&z->core, latency_ns);
-			break;
-		case AGILE_OUTCOME_TRUNCATED:
-			agile_conc_observe_truncated(&z->core, latency_ns);
-			break;
-		case AGILE_OUTCOME_UNREACHABLE:
-			agile_conc_unavailable(&z->core);
-			break;
-		}
-	} else {
-		/* A failure without a duration still counts as a failure of
-		 * the window: give it the smallest latency there is. */
-		agile_law_record(&z->law, outcome == AGILE_OUTCOME_ANSWERED,
-		                 latency_ns > 0 ? latency_ns : 1,
-		                 (uint64_t)agile_resilience_permits_held(z));
+	/* The law reads the calls in flight with this one still among them,
+	 * as adaptx's release does: its permit goes back after this. */
+	mirror_core(z, agile_resilience_permits_held(z));
+	switch (outcome) {
+	case AGILE_OUTCOME_ANSWERED:
+		agile_conc_observe(&z->core, latency_ns);
+		break;
+	case AGILE_OUTCOME_TRUNCATED:
+		agile_conc_observe_truncated(&z->core, latency_ns);
+		break;
+	case AGILE_OUTCOME_UNREACHABLE:
+		agile_conc_unavailable(&z->core);
+		break;
 	}
 	advance(z, now);
 }

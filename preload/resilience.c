@@ -30,33 +30,17 @@ uint64_t agile_resilience_hash(const struct agile_resilience_config *c,
 	return h;
 }
 
-/* The options of an adaptive cap: adaptx's defaults, bounded by the permit
- * table, with the rule's SLO as Vegas's target and its tick as the sample
- * window when they are set. */
-static void law_options(const struct agile_resilience_config *c,
-                        const struct agile_config *config,
-                        struct agile_law_options *o)
-{
-	agile_law_options_init(o);
-	agile_law_set_kind(o, (int)c->conc_law);
-	if (o->max_limit > AGILE_STATE_PERMITS)
-		agile_law_set_max_limit(o, AGILE_STATE_PERMITS);
-	if (config->slo_ns > 0)
-		agile_law_set_target_latency_ns(o, config->slo_ns);
-	if (config->tick_ns > 0)
-		agile_law_set_sample_window_ns(o, config->tick_ns);
-	agile_law_options_resolve(o);
-}
-
-/* The core concurrency limiter's configuration.  A listener's rule is a
- * concurrency configuration already (max= is connections at once); an
- * outbound adaptive cap keeps the rule's latency settings but takes adaptx's
- * bounds, since the rule's rates are requests per second. */
+/* The core concurrency limiter's configuration, law included.  A
+ * listener's rule is a concurrency configuration already (max= is
+ * connections at once); an outbound adaptive cap keeps the rule's latency
+ * settings (its slo is Vegas's target, its tick the laws' window) but takes
+ * adaptx's bounds, since the rule's rates are requests per second. */
 static void core_config(const struct agile_resilience_config *c,
                         const struct agile_config *config,
                         struct agile_config *out)
 {
 	*out = *config;
+	out->law = (enum agile_law_kind)c->conc_law;
 	if (c->inbound) {
 		if (out->max_rate > AGILE_STATE_PERMITS)
 			out->max_rate = AGILE_STATE_PERMITS;
@@ -99,7 +83,6 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
                                 const struct agile_config *config,
                                 int64_t now_ns)
 {
-	struct agile_law_options options;
 	struct agile_config core;
 	struct agile_sre sre = AGILE_SRE_PRESET;
 	int rc;
@@ -107,17 +90,14 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 	memset(z, 0, sizeof(*z));
 	z->features = features_of(c);
 	z->conc_mode = c->inbound ? AGILE_CONC_ADAPTIVE : c->conc_mode;
-	z->conc_law = c->inbound ? AGILE_LAW_AGILE : c->conc_law;
+	z->conc_law = c->conc_law;
 
-	law_options(c, config, &options);
-	rc = agile_law_init(&z->law, &options, now_ns);
-	if (rc < 0)
-		return rc;
 	core_config(c, config, &core);
 	if (agile_conc_init(&z->core, &core, now_ns) < 0) {
 		/* Only a listener's own settings can be rejected here, and the
 		 * parser has reported them; a cap at max keeps its promise. */
-		struct agile_config fallback = { .max_rate = core.max_rate };
+		struct agile_config fallback = { .max_rate = core.max_rate,
+		                                 .law = core.law };
 
 		rc = agile_conc_init(&z->core, &fallback, now_ns);
 		if (rc < 0)
@@ -126,9 +106,7 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 	if (c->conc_mode == AGILE_CONC_FIXED)
 		z->conc_limit = c->conc_limit;
 	else if (z->conc_mode == AGILE_CONC_ADAPTIVE)
-		z->conc_limit = z->conc_law == AGILE_LAW_AGILE
-		                ? (int64_t)agile_conc_limit(&z->core)
-		                : agile_law_limit(&z->law);
+		z->conc_limit = (int64_t)agile_conc_limit(&z->core);
 
 	if (c->breaker_k > 0)
 		sre.k = c->breaker_k;

@@ -67,7 +67,8 @@ enum agile_shed_response {
 struct agile_resilience_config {
 	/* concurrency= and acquire_timeout= */
 	uint32_t conc_mode;          /* enum agile_conc_mode */
-	uint32_t conc_law;           /* enum agile_law_kind, adaptive only */
+	uint32_t conc_law;           /* enum agile_law_kind, adaptive caps
+	                                and listeners */
 	int64_t conc_limit;          /* concurrency=N */
 	int64_t acquire_timeout_ns;  /* 0: the default, 30 s */
 	/* breaker=sre, breaker_k=, breaker_protection=, breaker_window= */
@@ -151,12 +152,11 @@ struct agile_state_lock {
  *      448  4096   permit_owner[1024]: pid holding each permit, 0 free
  *     4544  2048   permit_refs[1024]: descriptors of the owner sharing it
  *     6592 16408   window: struct agile_sliding_window and 2048 stamps
- *    23000     -   libagile's struct agile_law (the adaptive laws aimd,
- *                  vegas, gradient), struct agile_breaker, struct
- *                  agile_shedder, struct agile_conc_limiter (law=agile and
- *                  listeners, 64-byte aligned); their sizes are
- *                  libagile's, and the header's resilience_size records
- *                  the whole region's
+ *    23000     -   libagile's struct agile_breaker, struct agile_shedder
+ *                  and struct agile_conc_limiter (every adaptive cap,
+ *                  outbound and listeners, with the law that moves it;
+ *                  64-byte aligned); their sizes are libagile's, and the
+ *                  header's resilience_size records the whole region's
  */
 struct agile_state_resilience {
 	/* Concurrency (0) */
@@ -221,7 +221,6 @@ struct agile_state_resilience {
 	/* libagile's primitives (23000): their sizes are libagile's, so the
 	 * offsets from here on are checked through the header's
 	 * resilience_size rather than as literals. */
-	struct agile_law law;
 	struct agile_breaker breaker;
 	struct agile_shedder shedder;
 	struct agile_conc_limiter core __attribute__((aligned(64)));

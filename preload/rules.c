@@ -182,6 +182,8 @@ static const struct key_spec keys[] = {
 	  "expected close or an HTTP status from 400 to 599 such as 503",
 	  SCOPE_LISTEN },
 	{ "retry_after", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	{ "law", KEY_RESILIENCE, 0, "expected agile, aimd, vegas or gradient",
+	  SCOPE_LISTEN },
 	/* The fleet keys (fleet_config.h; window=N/SPAN,shared is read there
 	 * too); their expectations are fleet_config.c's. */
 	{ "fleet_max", KEY_FLEET, 0, "", SCOPE_DEST },
@@ -711,7 +713,25 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		return false;
 	}
 	if (strcmp(name, "concurrency") == 0) {
+		enum agile_law_kind law;
+
+		/* A misspelt law is the likely mistake: name it, not the
+		 * whole syntax. */
+		if (strncmp(value, "adaptive,law=", 13) == 0 &&
+		    agile_law_parse(value + 13, &law) != 0) {
+			report(r, "key \"concurrency\": law \"%.*s\" is not "
+			       "known; expected agile, aimd, vegas or gradient",
+			       QUOTE_MAX, value + 13);
+			return false;
+		}
 		ok = parse_concurrency(value, c);
+	} else if (strcmp(name, "law") == 0) {
+		enum agile_law_kind law;
+
+		/* A listener's cap is always adaptive: this picks its law. */
+		ok = agile_law_parse(value, &law) == 0;
+		if (ok)
+			c->conc_law = (uint32_t)law;
 	} else if (strcmp(name, "acquire_timeout") == 0) {
 		return resilience_duration(r, key, value, &c->acquire_timeout_ns);
 	} else if (strcmp(name, "breaker") == 0) {

@@ -63,6 +63,8 @@
  *                  resilience_size), then padding to 64 bytes
  *
  * Version 2 added the resilience region (version 1 had the limiter at 8064).
+ * Version 3 moved the adaptive laws' state into the core concurrency limiter
+ * at the region's end (the breaker now sits at its offset 23000).
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -75,7 +77,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 2
+#define AGILE_STATE_VERSION 3
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

@@ -130,14 +130,20 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 	struct reading r;
 
 	read_region(s, &r);
-	if (r.features & AGILE_FEATURE_INBOUND)
+	if (r.features & AGILE_FEATURE_INBOUND) {
 		printf("  listener: accepted %llu  shed %llu (cpu %llu)  "
-		       "open %lld of %lld  handling p50 %.1fms p99 %.1fms  "
-		       "samples %llu\n", ULL(r.accepted), ULL(r.shed),
+		       "open %lld of %lld  ", ULL(r.accepted), ULL(r.shed),
 		       ULL(r.shed_cpu), (long long)r.conc_held,
-		       (long long)r.conc_limit, r.core.p50_ns / 1e6,
-		       r.core.p99_ns / 1e6, ULL(r.core.totals.samples));
-	else if (r.features & AGILE_FEATURE_CONCURRENCY)
+		       (long long)r.conc_limit);
+		/* A windowed law keeps window means, not the controller's
+		 * quantiles: name it rather than print zeros. */
+		if (agile_conc_law(&s->resilience.core) == AGILE_LAW_AGILE)
+			printf("handling p50 %.1fms p99 %.1fms",
+			       r.core.p50_ns / 1e6, r.core.p99_ns / 1e6);
+		else
+			printf("law %s", r.conc_name);
+		printf("  samples %llu\n", ULL(r.core.totals.samples));
+	} else if (r.features & AGILE_FEATURE_CONCURRENCY)
 		printf("  concurrency %s: open %lld of %lld  admitted %llu  "
 		       "waited %llu  timeouts %llu  reclaimed %llu\n",
 		       r.conc_name, (long long)r.conc_held,

@@ -1398,8 +1398,15 @@ START_TEST(resilience_errors)
 	                       "vegas|gradient]");
 	ck_assert_uint_eq(rule.resilience.conc_mode, AGILE_CONC_OFF);
 	ck_assert(rule.enabled);
-	ck_assert_int_eq(parse("127.0.0.1:80 max=5 concurrency=adaptive,law=x"),
-	                 1);
+	/* A misspelt law is named, with the laws there are. */
+	ck_assert_only_message("127.0.0.1:80 max=5 concurrency=adaptive,law=x",
+	                       "AGILE_DEST_API: key \"concurrency\": law \"x\" "
+	                       "is not known; expected agile, aimd, vegas or "
+	                       "gradient");
+	ck_assert_uint_eq(rule.resilience.conc_mode, AGILE_CONC_OFF);
+	ck_assert_only_message("127.0.0.1:80 max=5 law=aimd",
+	                       "AGILE_DEST_API: key \"law\" applies to "
+	                       "AGILE_LISTEN_ variables only; it is ignored here");
 	ck_assert_only_message("127.0.0.1:80 max=5 quota=1000",
 	                       "AGILE_DEST_API: key \"quota\": \"1000\" is not "
 	                       "valid; expected N/PERIOD[,align] such as 1000/1d "
@@ -1476,6 +1483,34 @@ START_TEST(listen_rules)
 	                                    ":80 max=5000", &rule, collect,
 	                                    &msgs), 1);
 	ck_assert_said("expected at most 1024 connections at once");
+}
+END_TEST
+
+/* The law a clean AGILE_LISTEN_WEB value gives its listener's cap. */
+static uint32_t web_law(const char *value)
+{
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_WEB", "web", value,
+	                                    &rule, collect, &msgs), 0);
+	ck_assert(rule.inbound && rule.enabled);
+	return rule.resilience.conc_law;
+}
+
+/* A listener's cap is always adaptive; law= picks the law that moves it
+ * (the core controller by default). */
+START_TEST(listen_law)
+{
+	ck_assert_uint_eq(web_law(":8080 max=50"), AGILE_LAW_AGILE);
+	ck_assert_uint_eq(web_law(":8080 max=50 law=vegas"), AGILE_LAW_VEGAS);
+	ck_assert_uint_eq(web_law(":8080 max=50 law=AIMD"), AGILE_LAW_AIMD);
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_WEB", "web",
+	                                    ":8080 max=50 law=fast", &rule,
+	                                    collect, &msgs), 1);
+	ck_assert_said("AGILE_LISTEN_WEB: key \"law\": \"fast\" is not valid; "
+	               "expected agile, aimd, vegas or gradient");
+	ck_assert_uint_eq(rule.resilience.conc_law, AGILE_LAW_AGILE);
+	ck_assert(rule.enabled);
 }
 END_TEST
 
@@ -1567,6 +1602,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(resilience, resilience_values);
 	tcase_add_test(resilience, resilience_errors);
 	tcase_add_test(resilience, listen_rules);
+	tcase_add_test(resilience, listen_law);
 	suite_add_tcase(s, resilience);
 	return s;
 }

@@ -7,9 +7,10 @@
  * literal numbers.  A change to the layout must change this test and bump
  * AGILE_STATE_VERSION together; the header fields that depend on the core's
  * structs (struct agile_rate_limiter's size, and the resilience region's,
- * which ends with libagile's breaker, shedder, law and concurrency limiter)
- * are checked at run time by agile_state_check instead, and here only where
- * they sit relative to each other.
+ * which ends with libagile's breaker, shedder and concurrency limiter, the
+ * last holding the adaptive laws' state) are checked at run time by
+ * agile_state_check instead, and here only where they sit relative to each
+ * other.
  */
 #include "config.h"
 
@@ -39,7 +40,7 @@ static int failures;
 
 int main(void)
 {
-	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 2);
+	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 3);
 	EXPECT("magic length", strlen(AGILE_STATE_MAGIC), 8);
 
 	EXPECT("sizeof header", sizeof(struct agile_state_header), 256);
@@ -136,10 +137,10 @@ int main(void)
 	SIZE(agile_state_resilience, permit_refs, 2048);
 	OFF(agile_state_resilience, window, 6592);
 	SIZE(agile_state_resilience, window, 16408);
-	OFF(agile_state_resilience, law, 23000);
-	EXPECT("breaker after the law",
-	       offsetof(struct agile_state_resilience, breaker),
-	       23000 + sizeof(struct agile_law));
+	OFF(agile_state_resilience, breaker, 23000);
+	EXPECT("shedder after the breaker",
+	       offsetof(struct agile_state_resilience, shedder),
+	       23000 + sizeof(struct agile_breaker));
 	EXPECT("core limiter 64-byte aligned",
 	       offsetof(struct agile_state_resilience, core) % 64, 0);
 	EXPECT("region size multiple of 64",
