@@ -7,7 +7,8 @@
  *
  *   -t THREADS   threads, released together from a barrier (default 1)
  *   -n N         requests per thread (default 1)
- *   -T FILE      append the CLOCK_MONOTONIC time each request completed
+ *   -T FILE      append the CLOCK_MONOTONIC time each request ended,
+ *                answered or not
  *   -b           non-blocking connect: poll for writability and read the
  *                result with getsockopt(SO_ERROR), as event loops do; the
  *                connect must fail with EINPROGRESS, exactly as without
@@ -268,10 +269,9 @@ static void *worker(void *arg)
 
 		for (int k = 0; k < filled; k++)
 			close(opened[k]);
+		record_time();
 		if (!ok)
 			count(&failed);
-		else
-			record_time();
 		if (close_all && i == 0)
 			close_everything();
 	}
