@@ -12,8 +12,11 @@
 # preload, such a send has room in the socket buffer and never blocks, so
 # it never fails with EINTR; with the preload it must not either (the wait
 # is the preload's, so it resumes after the handler), the handler must have
-# run throughout the waits (at least half of the 2 ms ticks of the run: the
-# wait does not block signals), and the wait must not be cut short (10
+# run throughout the waits (at least a fifth of the 2 ms ticks of the run:
+# a wait that blocked signals would see one or two per request, about 15;
+# a loaded machine delivers fewer than every tick, since a timer signal
+# still pending when the next expires is merged into it: 199 of 465 seen
+# with the process waiting for a CPU), and the wait must not be cut short (10
 # requests take at least 0.85 s: the ceiling holds through the signals).
 # The same with non-blocking connects, whose grant is waited for at the
 # first send as well.
@@ -32,7 +35,7 @@ for mode in blocking non-blocking; do
 	# requests R failed F elapsed S signals K send_eintr E recv_eintr I
 	check "v[0] == 0" "$mode: no send failed with EINTR" "${10}"
 	check "v[0] >= 0.85" "$mode: the waits were not cut short" "$6"
-	check "v[1] >= 0.5 * v[0] / 0.002" "$mode: the handler ran during the waits" "$6" "$8"
+	check "v[1] >= 0.2 * v[0] / 0.002" "$mode: the handler ran during the waits" "$6" "$8"
 done
 out=$("$CLIENT" -a 2000 -n 10 "$port") || fail "without the preload: $out"
 note "without the preload: $out"
