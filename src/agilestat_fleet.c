@@ -191,7 +191,7 @@ void agilestat_fleet_json(const struct agile_state_slot *s)
 	       ",\"window_span_s\":%g,\"fleet_rate\":%.3f,\"host_rate\":%.3f"
 	       ",\"share\":%.4f,\"round_trips_per_s\":%.3f,\"round_trips\":%llu"
 	       ",\"hosts\":%u,\"source\":\"%s\",\"fallback\":%s"
-	       ",\"fallback_rate\":%.3f,\"fallbacks\":%llu,\"admitted\":%llu"
+	       ",\"since_unix\":%.3f,\"fallback_rate\":%.3f,\"fallbacks\":%llu,\"admitted\":%llu"
 	       ",\"fallback_admitted\":%llu,\"slots_leased\":%llu"
 	       ",\"leases_short\":%llu,\"redis_errors\":%llu,\"steps_won\":%llu"
 	       ",\"max_redis_wait_ms\":%.3f,\"redis_timeout_ms\":%.3f,\"redis\":",
@@ -199,7 +199,7 @@ void agilestat_fleet_json(const struct agile_state_slot *s)
 	       r.fleet_rate, r.host_rate, r.share, r.round_trips_per_s,
 	       ULL(r.round_trips), r.hosts, source_name(r.source),
 	       r.source != AGILE_FLEET_FROM_REDIS ? "true" : "false",
-	       r.fallback_rate, ULL(r.fallbacks), ULL(r.admitted),
+	       (double)r.since_unix_ns / 1e9, r.fallback_rate, ULL(r.fallbacks), ULL(r.admitted),
 	       ULL(r.fallback_admitted), ULL(r.slots_leased),
 	       ULL(r.leases_short), ULL(r.redis_errors), ULL(r.steps_won),
 	       r.max_wait_ms, r.timeout_ms);

@@ -11,8 +11,10 @@
  *
  * OUT.json gets, per request, the CLOCK_MONOTONIC time its connect()
  * started (the clock of the preload and of httpd.py's arrival log), how
- * long connect() took and how long the whole request took, in seconds,
- * as {"start":..,"end":..,"failed":N,"calls":[[t0,connect_s,total_s],...]}.
+ * long connect() took, how long the whole request took and how long until
+ * its send() returned (the preload's waits, pacing and fleet, end there:
+ * the rest is the server's), in seconds, as {"start":..,"end":..,
+ * "failed":N,"calls":[[t0,connect_s,total_s,sent_s],...]}.
  * C rather than Python so that three of them and the servers leave the
  * CPU to the rest of `make check`.
  */
@@ -31,7 +33,7 @@
 #define CALLS_MAX 200000
 
 struct call {
-	double t0, connect_s, total_s;
+	double t0, connect_s, total_s, sent_s;
 };
 
 static struct sockaddr_in addr;
@@ -62,7 +64,7 @@ static void one(void)
 {
 	static const char request[] = "GET /fleet HTTP/1.0\r\nHost: x\r\n\r\n";
 	char buf[4096];
-	double t0 = now(), t1, t2;
+	double t0 = now(), t1, t2, sent = 0;
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	ssize_t n;
 	int ok = 0;
@@ -71,6 +73,7 @@ static void one(void)
 		t1 = now();
 		if (send(fd, request, sizeof(request) - 1, 0) ==
 		    (ssize_t)sizeof(request) - 1) {
+			sent = now();
 			while ((n = recv(fd, buf, sizeof(buf), 0)) > 0)
 				;
 			ok = n == 0;
@@ -85,7 +88,8 @@ static void one(void)
 	if (!ok)
 		failed++;
 	else if (count < CALLS_MAX)
-		calls[count++] = (struct call){ t0, t1 - t0, t2 - t0 };
+		calls[count++] = (struct call){ t0, t1 - t0, t2 - t0,
+		                                sent - t0 };
 	pthread_mutex_unlock(&lock);
 }
 
@@ -151,8 +155,9 @@ int main(int argc, char **argv)
 	fprintf(out, "{\"start\":%.6f,\"end\":%.6f,\"failed\":%ld,\"calls\":[",
 	        start, end, failed);
 	for (long i = 0; i < count; i++)
-		fprintf(out, "%s[%.6f,%.6f,%.6f]", i ? "," : "", calls[i].t0,
-		        calls[i].connect_s, calls[i].total_s);
+		fprintf(out, "%s[%.6f,%.6f,%.6f,%.6f]", i ? "," : "",
+		        calls[i].t0, calls[i].connect_s, calls[i].total_s,
+		        calls[i].sent_s);
 	fprintf(out, "]}\n");
 	return fclose(out) == 0 ? 0 : 1;
 }

@@ -148,6 +148,38 @@ PY
 
 count_lines() { wc -l <"$1" | tr -d ' '; }
 
+# One scheduling delay, measured beside the test: start_lateness NAME
+# SECONDS starts a process that sleeps 10 ms at a time for SECONDS and logs
+# how late each wake-up was to $tmp/NAME.lateness; lateness_max NAME FROM
+# TO prints the largest, in milliseconds, over [FROM, TO) (monotonic
+# seconds).  A bound on how long a program waited past a deadline may
+# allow that much: on a loaded two-core machine a process wakes up tens,
+# at times a hundred or more, milliseconds after its deadline.
+start_lateness() {
+	python3 - "$tmp/$1.lateness" "$2" <<'PY' &
+import sys, time
+out = open(sys.argv[1], "w", buffering=1)
+end = time.monotonic() + float(sys.argv[2])
+while True:
+    due = time.monotonic() + 0.01
+    if due > end:
+        break
+    time.sleep(0.01)
+    now = time.monotonic()
+    out.write("%.6f %.6f\n" % (now, now - due))
+PY
+	started $!
+}
+lateness_max() {
+	python3 - "$tmp/$1.lateness" "$2" "$3" <<'PY'
+import sys
+a, b = float(sys.argv[2]), float(sys.argv[3])
+late = [float(l.split()[1]) for l in open(sys.argv[1])
+        if len(l.split()) == 2 and a <= float(l.split()[0]) < b]
+print("%.1f" % (1000 * max(late, default=0)))
+PY
+}
+
 # The median of the per-tick p50s (ms) of the ticks that saw samples.
 history_p50() {
 	"$AGILESTAT" --history >"$tmp/history.csv" || fail "agilestat --history failed"
