@@ -69,7 +69,7 @@ libdir=/usr/lib/$(cc -print-multiarch 2>/dev/null || echo)
 [ -d "$libdir" ] || libdir=/usr/lib
 lib=libagilepreload-exec-test-$$.so
 cp "$PRELOAD" "$libdir/$lib"
-trap 'st=$?; rm -f "$libdir/$lib"; (exit "$st"); cleanup' EXIT
+trap 'st=$?; rm -f "$libdir/$lib"; cleanup "$st"' EXIT
 chmod 4755 "$libdir/$lib"
 out=$(as_nobody env LD_PRELOAD="$lib" "$tmp/bin/setuid_client" -n 10 \
 	"$port") || fail "set-user-ID, system preload: $out"

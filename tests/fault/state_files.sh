@@ -30,7 +30,7 @@ cleanup_mounts() {
 	for m in $mounts; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 }
 # Unmounted before lib.sh's cleanup removes $tmp, with the test's status.
-trap 'st=$?; cleanup_mounts; (exit "$st"); cleanup' EXIT
+trap 'st=$?; cleanup_mounts; cleanup "$st"' EXIT
 
 # unusable NAME PATTERN [RUNNER...]: five requests with AGILE_STATE as set.
 unusable() {

@@ -25,8 +25,7 @@ fleet_cleanup() {
 		kill -CONT "$pid_" 2>/dev/null || true
 		kill -9 "$pid_" 2>/dev/null || true
 	done
-	(exit "$fleet_status")
-	cleanup
+	cleanup "$fleet_status"
 }
 trap fleet_cleanup EXIT
 

@@ -34,8 +34,13 @@ for var in $(env | sed -n 's/^\(AGILE_DEST_[A-Za-z0-9_]*\)=.*/\1/p'); do
 done
 started_pids=""
 
+# cleanup [STATUS]: the exit trap, also called by the tests' own traps with
+# the test's status (a trap that first restored it with `(exit $st)` was
+# stopped there by set -e whenever the test had failed, and left its
+# servers running and its directory behind).
 cleanup() {
-	status=$?
+	status=${1:-$?}
+	set +e
 	for pidfile in "$tmp"/*.pid; do
 		[ -f "$pidfile" ] && started_pids="$started_pids $(cat "$pidfile")"
 	done
