@@ -6,11 +6,17 @@
 # Python client connecting with a plain blocking socket must get ETIMEDOUT
 # after connect_timeout=300ms instead.
 #
-# retry: a server that starts 0.5 s after the client's first connect.
-# Without retry= that connect is refused at once; with retry=6 the preload
-# retries the refused connect on the same socket after waits of about 100,
-# 200, 400 ms (the backoff preset, jittered within 20%) and the client's
-# single connect() succeeds once the server is up, 0.5 to 1.5 s later.
+# retry: a server that starts listening once the client's connect has been
+# refused twice.  Without retry= that connect is refused at once; with
+# retry=8 the preload retries the refused connect on the same socket after
+# waits of about 100, 200, 400 ms ... up to 1 s (the backoff preset,
+# jittered within 20%), and the client's single connect() succeeds once
+# the server listens: within the longest wait, 1.2 s, of it, plus one
+# scheduling delay.  The server is started first and told when to listen,
+# as agilestat counts the retries: started 0.5 s after the client, as it
+# was, a loaded machine could start the client so late that its first
+# attempt already found the server up (connected after 0.32 s, the retries
+# never made).
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 
@@ -55,7 +61,8 @@ try:
     result = "connected"
 except OSError as e:
     result = errno.errorcode.get(e.errno, str(e.errno))
-print("%s %.3f" % (result, time.monotonic() - t))
+end = time.monotonic()
+print("%s %.3f %.6f" % (result, end - t, end))
 PY
 
 export AGILE_DEST_HOLE="127.0.0.1:$hole max=100 connect_timeout=300ms"
@@ -71,17 +78,38 @@ set -- $(preloaded python3 "$tmp/connect.py" "$port")
 note "without retry=: $1 after $2 s"
 check "v[0] == 1" "a refused connect fails at once" "$([ "$1" = ECONNREFUSED ] && echo 1 || echo 0)"
 
-export AGILE_DEST_LATE="127.0.0.1:$port max=100 retry=6"
-(sleep 0.5; exec python3 -c '
-import socket, sys, time
+export AGILE_DEST_LATE="127.0.0.1:$port max=100 retry=8"
+# The server listens once $tmp/listen exists, and says when it did.
+python3 -c '
+import os, socket, sys, time
+port, go, said = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+end = time.monotonic() + 60
+while not os.path.exists(go) and time.monotonic() < end:
+    time.sleep(0.005)
 s = socket.socket()
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1])))
+s.bind(("127.0.0.1", port))
 s.listen(8)
-time.sleep(10)' "$port") &
+with open(said + ".tmp", "w") as f:
+    f.write("%.6f\n" % time.monotonic())
+os.rename(said + ".tmp", said)
+time.sleep(10)' "$port" "$tmp/listen" "$tmp/listening" </dev/null &
 started $!
-set -- $(preloaded python3 "$tmp/connect.py" "$port")
-note "with retry=6, the server up after 0.5 s: $1 after $2 s"
+preloaded python3 "$tmp/connect.py" "$port" >"$tmp/late.out" &
+client=$!
+started $client
+i=0
+until [ "$(stat_json late 'd["connect"]["retries"]' 2>/dev/null)" -ge 2 ] 2>/dev/null; do
+	i=$((i + 1))
+	[ "$i" -le 200 ] || fail "the client's connect was never retried twice"
+	sleep 0.05
+done
+touch "$tmp/listen"
+wait "$client" || fail "the client failed"
+set -- $(cat "$tmp/late.out")
+listening=$(cat "$tmp/listening")
+after=$(python3 -c 'import sys; print("%.3f" % (float(sys.argv[1]) - float(sys.argv[2])))' "$3" "$listening")
+note "with retry=8, the server listening after two refusals: $1 after $2 s, $after s after it listened"
 check "v[0] == 1" "the retried connect succeeds" "$([ "$1" = connected ] && echo 1 || echo 0)"
-check "0.45 <= v[0] < 2" "once the server is up" "$2"
+check "0 <= v[0] <= 1.2 + 0.5" "within the longest wait of the server listening, and one scheduling delay" "$after"
 check "v[0] >= 2" "agilestat counts the retries" "$(stat_json late 'd["connect"]["retries"]')"
