@@ -2,7 +2,10 @@
 # refused.sh - a refused port is an outage, never a fast sample.
 #
 # curl is pointed at a port nothing listens on, again and again (until the
-# rate reaches the probe floor, or for at most 10 seconds).  Every attempt is refused: each must count as unreachable
+# rate reaches the probe floor, or for at most 60 seconds: the walk down
+# takes a dozen attempts, and on a loaded machine an attempt and the
+# agilestat read after it took over a second, so 10 s ran out at 1.15/s
+# after 9 of them).  Every attempt is refused: each must count as unreachable
 # (none as a sample).  With an SLO there is an anchor for a synthetic slow
 # sample, so the controller must walk the rate down to the probe floor
 # (1/s), never above its start (20/s).  Without an SLO, and with no sample
@@ -28,7 +31,7 @@ hammer() { # seconds [stop when the rate reaches this]
 }
 
 export AGILE_DEST_DOWN="127.0.0.1:$port max=50 floor=10 probe=1 initial=20 slo=100ms tick=100ms"
-attempts=$(hammer 10 1)
+attempts=$(hammer 60 1)
 "$AGILESTAT" --history >"$tmp/with-slo.csv"
 unreachable=$(stat_json down 'd["unreachable"]')
 samples=$(stat_json down 'd["samples_total"]')
