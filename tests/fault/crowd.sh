@@ -11,13 +11,19 @@
 #
 # Counted at the server (the kernel's receive time of each request's first
 # byte), every second since the first request must hold at most the
-# ceiling plus 5, and any window of one second at most the ceiling plus 8.
+# ceiling plus 5, and any window of one second at most the ceiling plus 8,
+# and both as many more as the ceiling grants in one scheduling delay.
 # The grants themselves are spaced exactly (libagile's bucket tests show it
-# on a virtual clock); the slack is the clients' wake-up latency after
-# their waits, 20 to 40 ms at worst with 64 threads and a loop of processes
-# on two loaded cores (and more while the other tests run beside this one),
-# which lets a late request land next to the one after it: 103 seen in one
-# calendar second under CI's parallel make check.
+# on a virtual clock); a request is sent at its grant or later, never
+# earlier: later by the client's wake-up latency after its wait and the
+# work to its send, which lets a late request land next to the one after
+# it.  That is 20 to 40 ms at worst with 64 threads and a loop of processes
+# on two cores loaded by CI's parallel make check (103 seen in one calendar
+# second), and more on a machine busier still: 109 to 114 in a window of
+# one second under ASan with the two cores loaded four times over, where a
+# process sleeping 10 ms at a time wakes up 65 to 230 ms late.  That latest
+# wake-up, measured beside the test, is the scheduling delay allowed here
+# (19 to 62 ms seen on a less busy machine).
 #
 # The server also logs when it accepted each connection.  Those are not
 # held to the ceiling: a connection's handshake is never delayed, its first
@@ -29,6 +35,7 @@ need python3
 port=$(start_server http api)
 export AGILE_DEST_API="127.0.0.1:$port max=100 floor=100 initial=100"
 start=$(python3 -c 'import time; print(time.monotonic())')
+start_lateness sched 120
 (
 	i=0
 	while [ "$i" -lt 200 ]; do
@@ -44,10 +51,11 @@ note "64 threads: $threads; 200 processes and 256 thread requests in $elapsed s"
 
 requests=$(count_lines "$tmp/api.requests")
 check "v[0] == 456" "the server saw every request" "$requests"
+late=$(lateness_max sched 0 1e12)
 calendar=$(busiest_calendar_second "$tmp/api.requests")
-check "v[0] <= 105" "no second held more requests than the ceiling" "$calendar"
 busiest=$(busiest_second "$tmp/api.requests")
-check "v[0] <= 108" "nor any window of one second" "$busiest"
+note "busiest second: $calendar requests ($busiest in any 1 s window), $(busiest_second "$tmp/api.accepts") accepted connections; scheduling delay $late ms"
+check "v[0] <= 105 + 100 * v[1] / 1000" "no second held more requests than the ceiling (and one scheduling delay)" "$calendar" "$late"
+check "v[0] <= 108 + 100 * v[1] / 1000" "nor any window of one second" "$busiest" "$late"
 check "v[0] >= 455 * 0.01 * 0.95" "one budget for both crowds" "$elapsed"
-note "busiest second: $calendar requests ($busiest in any 1 s window), $(busiest_second "$tmp/api.accepts") accepted connections"
 check "v[0] == 456" "one connect per request" "$(stat_json api 'd["connects"]')"
