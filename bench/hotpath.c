@@ -5,7 +5,9 @@
  *
  * The calls measured are the ones a paced request makes (observe, take,
  * the concurrency limiter's try-take and release, the tick-if-due check every
- * event pays) plus the control step itself, which runs once per tick.  A
+ * event pays, the check of the whole limiter the preload makes before each
+ * grant it takes from the shared file) plus the control step itself, which
+ * runs once per tick.  A
  * clock_gettime(CLOCK_MONOTONIC) is timed alongside: it is what a caller pays
  * to get the `now_ns` the core takes as an argument, and the row "take +
  * clock read" is a take as a real caller issues it, the figure comparable to
@@ -99,6 +101,7 @@ OP int64_t op_take(int64_t now);
 OP int64_t op_take_clock(void);
 OP void op_try_release(void);
 OP bool op_tick_check(int64_t now);
+OP int op_validate(int64_t now);
 OP void op_tick(int64_t now);
 
 OP int64_t op_clock(void)
@@ -131,6 +134,15 @@ OP void op_try_release(void)
 OP bool op_tick_check(int64_t now)
 {
 	return agile_rate_tick_if_due(&rate, now);
+}
+
+/* The configuration the preload checks a slot's limiter against: its own
+ * copy, as preload/destinations.c keeps one, not the limiter's. */
+static struct agile_resolved expected;
+
+OP int op_validate(int64_t now)
+{
+	return agile_rate_validate(&rate, &expected, now, NULL);
 }
 
 OP void op_tick(int64_t now)
@@ -175,6 +187,7 @@ static void init_limiters(void)
 		fprintf(stderr, "hotpath: limiter init failed\n");
 		exit(1);
 	}
+	expected = rate.loop.config;
 }
 
 /* --- timing --------------------------------------------------------------- */
@@ -186,6 +199,7 @@ enum op_id {
 	OP_TAKE_CLOCK,
 	OP_TRY_RELEASE,
 	OP_TICK_CHECK,
+	OP_VALIDATE,
 	OP_TICK,
 	OP_COUNT
 };
@@ -205,6 +219,8 @@ static const struct op_desc ops[OP_COUNT] = {
 	[OP_TRY_RELEASE] = {"try_release",
 	                    "try-take + release (concurrency)", 200000, 0},
 	[OP_TICK_CHECK] = {"tick_check", "tick_if_due, not due", 200000, 0},
+	[OP_VALIDATE] = {"validate", "validate (the preload's check before "
+	                 "each grant)", 200000, 0},
 	[OP_TICK] = {"tick", "tick: drain + control step", 2000, 0},
 };
 
@@ -244,6 +260,11 @@ static double run_op(enum op_id op, uint64_t calls, uint64_t stream)
 	case OP_TICK_CHECK:
 		for (uint64_t i = 0; i < calls; i++)
 			(void)op_tick_check(virtual_now);
+		break;
+	case OP_VALIDATE:
+		for (uint64_t i = 0; i < calls; i++)
+			if (op_validate(virtual_now) != 0)
+				abort(); /* a healthy limiter passes */
 		break;
 	case OP_TICK: {
 		/* stream 0 records its own samples; the contended run's

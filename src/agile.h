@@ -625,6 +625,63 @@ enum agile_law_kind agile_conc_law(const struct agile_conc_limiter *l);
 void agile_conc_stats(const struct agile_conc_limiter *l,
                       struct agile_stats *out);
 
+/* ------------------------------------------------------------------------ */
+/* Checking a limiter's body                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A limiter's state can live in a file that other processes write (a bug, a
+ * hostile program of the same user).  Every function above is total on any
+ * bit pattern that state can hold: no overflow, no undefined conversion, no
+ * division by zero, and the bucket never spaces grants closer than its
+ * min_interval_ns says.  But garbage runs as garbage, so a caller that did
+ * not write a body itself checks it with these pure functions before
+ * trusting it, and re-initialises one that fails.
+ *
+ * Each says whether the body is one the core could have written for the
+ * resolved configuration `r` (the one the caller expects, normally its own
+ * agile_resolve() of the config it would init the limiter with), at `now_ns`
+ * on the clock the body was written with.  Returns 0, or -EINVAL with the
+ * first problem found in *why (when not NULL): the field, e.g.
+ * "bucket.min_interval_ns", and a sentence with the value found and what
+ * was expected.  Exact where the core's arithmetic decides (the ceiling's
+ * spacing, the configuration byte for byte, flags, enumerations, finite
+ * numbers in their ranges); generous where other processes' clocks and
+ * queues come in, so that no state the core can reach fails.  Counters
+ * (totals, samples, ticks) and histogram counts are any value.
+ */
+
+/* The furthest ahead of now a valid bucket plans its latest grant: a queue
+ * of waiting callers, and a pause a caller imposes by moving last_ns
+ * forward (the preload's Retry-After, at most 999,999,999 s), fit inside
+ * it.  About 36.5 years. */
+#define AGILE_BUCKET_MAX_AHEAD_NS (INT64_C(1) << 60)
+/* How far after the checker's now another process may have stamped a tick:
+ * its clock read may be later than the checker's. */
+#define AGILE_CLOCK_SLACK_NS (60 * AGILE_NS_PER_S)
+
+/* The bucket of a rate limiter configured as `r`: min_interval_ns exactly
+ * the spacing of max_rate, interval_ns between the spacings of max_rate and
+ * probe_rate, last_ns not before a fresh bucket's and at most
+ * AGILE_BUCKET_MAX_AHEAD_NS after now. */
+int agile_bucket_validate(const struct agile_bucket *b,
+                          const struct agile_resolved *r, int64_t now_ns,
+                          struct agile_problem *why);
+/* Every double finite and in its range (rate at least 1, latencies in
+ * [0, 2^63] ns, tail_ratio in [0, 1], the rest not negative), flags 0 or 1,
+ * counts of ticks not negative, last_action an action, padding 0, and the
+ * state of a rule the configuration turns off still 0. */
+int agile_controller_validate(const struct agile_controller *c,
+                              const struct agile_resolved *r,
+                              struct agile_problem *why);
+/* The whole rate limiter: its stored configuration byte for byte `r`, the
+ * next tick at most one tick plus AGILE_CLOCK_SLACK_NS after now and the
+ * last at most the slack after it, the controller, the bucket, and
+ * grants_at_tick not above the grants made. */
+int agile_rate_validate(const struct agile_rate_limiter *l,
+                        const struct agile_resolved *r, int64_t now_ns,
+                        struct agile_problem *why);
+
 /* Resolved configuration of either limiter. */
 static inline const struct agile_resolved *
 agile_rate_config(const struct agile_rate_limiter *l)

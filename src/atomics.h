@@ -66,6 +66,16 @@ static inline void agile__store_u32(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 
+static inline int32_t agile__load_i32(const int32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+
+static inline void agile__store_i32(int32_t *p, int32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+
 /* Doubles are read and written whole through the generic builtins, so a
  * reader never sees a torn value. */
 static inline double agile__load_double(const double *p)

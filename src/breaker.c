@@ -20,6 +20,7 @@
 #include <math.h>
 
 #include "agile_resilience.h"
+#include "internal.h"
 
 enum outcome { SUCCESS, FAILURE, DROP };
 
@@ -68,8 +69,10 @@ static void read_window(const struct agile_breaker *b, int64_t now_ns,
 		const struct agile_tally *t =
 			&b->tallies[(oldest + i) % b->window.size];
 
-		r->total += t->total;
-		r->accepts += t->success;
+		/* Saturating: the tallies live in a file other processes
+		 * can write, and garbage there must not overflow a sum. */
+		r->total = agile__add_sat(r->total, t->total);
+		r->accepts = agile__add_sat(r->accepts, t->success);
 		if (t->failure > 0)
 			r->working = 0;
 		else if (t->success > 0)
@@ -123,16 +126,16 @@ static void record(struct agile_breaker *b, int64_t now_ns, enum outcome o)
 	struct agile_tally *t = &b->tallies[agile_rolling_slot(
 		&b->window, now_ns, b->tallies, sizeof(b->tallies[0]))];
 
-	t->total++;
+	t->total = agile__add_sat(t->total, 1);
 	switch (o) {
 	case SUCCESS:
-		t->success++;
+		t->success = agile__add_sat(t->success, 1);
 		break;
 	case FAILURE:
-		t->failure++;
+		t->failure = agile__add_sat(t->failure, 1);
 		break;
 	case DROP:
-		t->drop++;
+		t->drop = agile__add_sat(t->drop, 1);
 		break;
 	}
 }

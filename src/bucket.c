@@ -19,36 +19,35 @@
 
 #include "agile.h"
 #include "atomics.h"
+#include "internal.h"
 
-/* The longest spacing the bucket plans, about 146 years.  A rate near zero
- * would otherwise ask for an interval that does not fit in int64_t, and
- * llround() of such a value is unspecified. */
-#define MAX_INTERVAL_NS (INT64_C(1) << 62)
-
-/* Before the first take: far enough in the past that max(now, last +
- * interval) is `now` for any realistic clock, and far enough from INT64_MIN
- * that adding even MAX_INTERVAL_NS cannot overflow. */
-#define NEVER_NS (INT64_MIN / 2)
-
-/* The spacing that `rate` (grants per second, > 0, possibly +inf) asks for,
- * rounded to the nearest nanosecond and never below the ceiling's spacing. */
-static int64_t interval_for_rate(double rate, int64_t min_interval_ns)
+int64_t agile__bucket_interval(double rate, int64_t min_interval_ns)
 {
 	double ns = (double)AGILE_NS_PER_S / rate;
 	int64_t interval_ns;
 
-	if (ns >= (double)MAX_INTERVAL_NS)
-		interval_ns = MAX_INTERVAL_NS;
+	/* A rate of 0 asks for an infinite spacing, and a negated comparison
+	 * also catches a NaN: both get the longest. */
+	if (!(ns < (double)AGILE__MAX_INTERVAL_NS))
+		interval_ns = AGILE__MAX_INTERVAL_NS;
 	else
 		interval_ns = llround(ns);
 	return interval_ns < min_interval_ns ? min_interval_ns : interval_ns;
 }
 
-/* a + b for b >= 0, saturating at INT64_MAX instead of wrapping: a wrapped
- * planned time would be a slot in the distant past, granted at once. */
-static int64_t add_saturating(int64_t a, int64_t b)
+int64_t agile__bucket_min_interval(double max_rate)
 {
-	return a > INT64_MAX - b ? INT64_MAX : a + b;
+	/* The ceiling's spacing is rounded up, never to the nearest: rounding
+	 * 1e9 / 3 down to 333333333 ns would let the bucket run a hair faster
+	 * than the rate that was promised.  It is at least 1 ns, which caps a
+	 * ceiling above 1e9 grants per second at 1e9. */
+	double min_ns = ceil((double)AGILE_NS_PER_S / max_rate);
+
+	if (!(min_ns < (double)AGILE__MAX_INTERVAL_NS))
+		return AGILE__MAX_INTERVAL_NS;
+	if (min_ns < 1)
+		return 1;
+	return (int64_t)min_ns;
 }
 
 /* The slot a take issued now would get, given the latest planned grant. */
@@ -60,11 +59,19 @@ static int64_t next_slot(const struct agile_bucket *b, int64_t last_ns,
 
 	/* interval_ns is clamped whenever it is written, but the struct lives
 	 * in a shared file that any process can write; clamping again here is
-	 * what makes the ceiling hold whatever wrote the field. */
+	 * what makes the ceiling hold whatever wrote the field.  A spacing
+	 * below 1 ns or above the longest one is garbage whatever wrote it,
+	 * and is read as the nearest sane one. */
 	if (interval_ns < min_interval_ns)
 		interval_ns = min_interval_ns;
+	if (interval_ns < 1)
+		interval_ns = 1;
+	if (interval_ns > AGILE__MAX_INTERVAL_NS)
+		interval_ns = AGILE__MAX_INTERVAL_NS;
 
-	int64_t due_ns = add_saturating(last_ns, interval_ns);
+	/* Saturating: a wrapped planned time would be a slot in the distant
+	 * past, granted at once. */
+	int64_t due_ns = agile__add_sat(last_ns, interval_ns);
 	return due_ns > now_ns ? due_ns : now_ns;
 }
 
@@ -75,22 +82,12 @@ int agile_bucket_init(struct agile_bucket *b, double rate, double max_rate)
 	if (!(rate > 0) || !(max_rate > 0) || isinf(max_rate))
 		return -EINVAL;
 
-	/* The ceiling's spacing is rounded up, never to the nearest: rounding
-	 * 1e9 / 3 down to 333333333 ns would let the bucket run a hair faster
-	 * than the rate that was promised.  It is at least 1 ns, which caps a
-	 * ceiling above 1e9 grants per second at 1e9. */
-	double min_ns = ceil((double)AGILE_NS_PER_S / max_rate);
-	int64_t min_interval_ns;
-	if (min_ns >= (double)MAX_INTERVAL_NS)
-		min_interval_ns = MAX_INTERVAL_NS;
-	else if (min_ns < 1)
-		min_interval_ns = 1;
-	else
-		min_interval_ns = (int64_t)min_ns;
+	int64_t min_interval_ns = agile__bucket_min_interval(max_rate);
 
 	agile__store_i64(&b->min_interval_ns, min_interval_ns);
-	agile__store_i64(&b->interval_ns, interval_for_rate(rate, min_interval_ns));
-	agile__store_i64(&b->last_ns, NEVER_NS);
+	agile__store_i64(&b->interval_ns,
+	                 agile__bucket_interval(rate, min_interval_ns));
+	agile__store_i64(&b->last_ns, AGILE__NEVER_NS);
 	agile__store_u64(&b->grants, 0);
 	return 0;
 }
@@ -104,12 +101,19 @@ void agile_bucket_set_rate(struct agile_bucket *b, double rate)
 		return;
 
 	int64_t min_interval_ns = agile__load_i64(&b->min_interval_ns);
-	agile__store_i64(&b->interval_ns, interval_for_rate(rate, min_interval_ns));
+	agile__store_i64(&b->interval_ns,
+	                 agile__bucket_interval(rate, min_interval_ns));
 }
 
 double agile_bucket_rate(const struct agile_bucket *b)
 {
-	return (double)AGILE_NS_PER_S / (double)agile__load_i64(&b->interval_ns);
+	int64_t interval_ns = agile__load_i64(&b->interval_ns);
+
+	/* A spacing below 1 ns is garbage (see next_slot); read as 1 ns, it
+	 * also keeps the division away from zero. */
+	if (interval_ns < 1)
+		interval_ns = 1;
+	return (double)AGILE_NS_PER_S / (double)interval_ns;
 }
 
 int64_t agile_bucket_take(struct agile_bucket *b, int64_t now_ns)

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "agile.h"
+#include "internal.h"
 
 #define PRINTF_LIKE(fmt, args) __attribute__((format(printf, fmt, args)))
 
@@ -40,7 +41,7 @@
 #define STRINGIFY(token) STRINGIFY_(token)
 
 /* Large enough for any number, duration or name printed below. */
-#define SHORT_TEXT 48
+#define SHORT_TEXT AGILE__NUMBER_TEXT
 
 static const char *const preset_names[AGILE_PRESET_COUNT] = {
 	[AGILE_PRESET_NONE] = "none",
@@ -160,6 +161,11 @@ static void format_real(char out[SHORT_TEXT], double value, bool fixed,
 static void format_number(char out[SHORT_TEXT], double value)
 {
 	format_real(out, value, false, 15);
+}
+
+void agile__format_number(char out[AGILE__NUMBER_TEXT], double value)
+{
+	format_number(out, value);
 }
 
 /* A factor as in "1.0x": like format_number, but always with a point. */

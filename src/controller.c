@@ -115,6 +115,7 @@
 
 #include "agile.h"
 #include "atomics.h"
+#include "internal.h"
 
 /* Where the synthetic outage sample sits relative to the highest of the
  * window and the tail target: far enough above both that neither the
@@ -201,9 +202,11 @@ static double update_baseline(double baseline, double p50,
 	                      (p50 - baseline);
 }
 
+/* v within [lo, hi]; a NaN (garbage in the shared state, carried through
+ * the arithmetic) reads as lo, the cautious end. */
 static double clamp(double v, double lo, double hi)
 {
-	if (v < lo)
+	if (v < lo || v != v)
 		v = lo;
 	if (v > hi)
 		v = hi;
@@ -227,7 +230,8 @@ static bool tail_guard_fires(struct agile_controller *next,
 		return p99_ns > tail;
 
 	double n = (double)h->total;
-	double share = (double)agile_hist_count_above(h, (int64_t)tail) / n;
+	uint64_t above = agile_hist_count_above(h, agile__trunc_i64(tail));
+	double share = (double)above / n;
 	double tol = r->tail_tolerance;
 	/* Averaging with the previous value smooths over about two ticks, so
 	 * one slow request in a quiet tick decays instead of costing a step. */
@@ -256,8 +260,9 @@ static bool answers_pair(const struct agile_controller *n)
 	return n->answer_ratio >= low && n->answer_ratio <= high;
 }
 
-/* Copy the step's result into the shared struct, each field whole, so a
- * concurrent reader of stats never sees a torn double. */
+/* Copy the step's result into the shared struct, each field whole and
+ * atomically, so a concurrent reader of stats or a check of the whole body
+ * (agile_controller_validate) never sees a torn value. */
 static void publish(struct agile_controller *c, const struct agile_controller *n)
 {
 	agile__store_double(&c->rate, n->rate);
@@ -273,22 +278,22 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_u64(&c->ticks, n->ticks);
 	agile__store_u64(&c->blind_ticks, n->blind_ticks);
 	agile__store_u32(&c->cold_start, n->cold_start);
-	c->up_agree = n->up_agree;
-	c->down_agree = n->down_agree;
+	agile__store_i32(&c->up_agree, n->up_agree);
+	agile__store_i32(&c->down_agree, n->down_agree);
 	agile__store_u32(&c->last_action, n->last_action);
 	agile__store_double(&c->delivered, n->delivered);
 	agile__store_double(&c->knee_rate, n->knee_rate);
-	c->increase_streak = n->increase_streak;
-	c->cutting = n->cutting;
+	agile__store_i32(&c->increase_streak, n->increase_streak);
+	agile__store_u32(&c->cutting, n->cutting);
 	agile__store_double(&c->answer_ratio, n->answer_ratio);
-	c->span_grants = n->span_grants;
-	c->span_s = n->span_s;
-	c->span_answers = n->span_answers;
-	c->span_split = n->span_split;
-	c->cut_from_used = n->cut_from_used;
-	c->paired_grants = n->paired_grants;
-	c->paired_answers = n->paired_answers;
-	c->paired = n->paired;
+	agile__store_double(&c->span_grants, n->span_grants);
+	agile__store_double(&c->span_s, n->span_s);
+	agile__store_double(&c->span_answers, n->span_answers);
+	agile__store_u32(&c->span_split, n->span_split);
+	agile__store_u32(&c->cut_from_used, n->cut_from_used);
+	agile__store_double(&c->paired_grants, n->paired_grants);
+	agile__store_double(&c->paired_answers, n->paired_answers);
+	agile__store_u32(&c->paired, n->paired);
 	/* probe_mode is only ever set here; the hot path clears it when an
 	 * observed sample arrives, and that clear must not be overwritten. */
 	if (n->probe_mode)
@@ -313,6 +318,12 @@ static double outage_step(struct agile_controller *n,
 		return n->rate;
 	}
 	double synthetic = OUTAGE_SAMPLE_FACTOR * anchor;
+	/* A latency past what a signed 64-bit count of nanoseconds holds
+	 * (an SLO near it times a large tail_factor) could be infinite,
+	 * which the check of a limiter's body rejects as garbage; the
+	 * largest such count says as much. */
+	if (synthetic > 0x1p63)
+		synthetic = 0x1p63;
 	n->fast_ns = synthetic;
 	n->p50_ns = synthetic;
 	n->p99_ns = synthetic;
@@ -440,10 +451,10 @@ double agile_controller_step(struct agile_controller *c,
 	bool congested = !healthy && p50 >= window;
 
 	if (healthy) {
-		n.up_agree++;
+		n.up_agree = agile__inc_sat_i32(n.up_agree);
 		n.down_agree = 0;
 	} else if (congested) {
-		n.down_agree++;
+		n.down_agree = agile__inc_sat_i32(n.down_agree);
 		n.up_agree = 0;
 	} else {
 		n.up_agree = 0;
@@ -483,7 +494,10 @@ double agile_controller_step(struct agile_controller *c,
 	n.last_action = AGILE_ACTION_HOLD;
 	if (congested && (n.down_agree >= r->backoff_ticks || deficit) &&
 	    !draining) {
-		double cut = r->gain * (p50 - window) / window;
+		/* window > 0 here but for a configuration no resolve
+		 * writes (an SLO anchor without an SLO): the full step. */
+		double cut = window > 0 ? r->gain * (p50 - window) / window
+		                        : r->down_step;
 		if (cut > r->down_step)
 			cut = r->down_step;
 		next = load * (1.0 - cut);
@@ -531,7 +545,8 @@ double agile_controller_step(struct agile_controller *c,
 		 * at or past the tolerance's complement only the smoothing's
 		 * memory fired the guard, and a clean tick does not cut. */
 		inside = 1 - (double)agile_hist_count_above(
-			h, (int64_t)agile_controller_tail_ns(r)) / (double)observed;
+			h, agile__trunc_i64(agile_controller_tail_ns(r))) /
+			(double)observed;
 		if (1 - inside <= r->tail_tolerance)
 			tail = false;
 	}
@@ -596,7 +611,7 @@ double agile_controller_step(struct agile_controller *c,
 		n.cutting = 0;
 	/* Rule c's series: increases in a row from the knee on. */
 	if (n.last_action == AGILE_ACTION_INCREASE && at_knee)
-		n.increase_streak++;
+		n.increase_streak = agile__inc_sat_i32(n.increase_streak);
 	else
 		n.increase_streak = 0;
 

@@ -18,6 +18,7 @@
 
 #include "agile.h"
 #include "atomics.h"
+#include "internal.h"
 
 /* --- the shared loop ------------------------------------------------------ */
 
@@ -32,7 +33,7 @@ static int loop_init(struct agile_loop *loop, const struct agile_config *config,
 	memset(loop, 0, sizeof(*loop));
 	loop->config = resolved;
 	agile_controller_init(&loop->ctl, &loop->config);
-	loop->next_tick_ns = now_ns + resolved.tick_ns;
+	loop->next_tick_ns = agile__add_sat(now_ns, resolved.tick_ns);
 	loop->last_tick_ns = now_ns;
 	return 0;
 }
@@ -106,7 +107,7 @@ static bool loop_claim_tick(struct agile_loop *loop, int64_t now_ns)
 	if (now_ns < next)
 		return false;
 	return agile__cas_i64(&loop->next_tick_ns, &next,
-	                      now_ns + loop->config.tick_ns);
+	                      agile__add_sat(now_ns, loop->config.tick_ns));
 }
 
 /* Drain the tick's samples, unreachable and answered counts, run the law,
@@ -135,17 +136,30 @@ static double loop_step(struct agile_loop *loop, int64_t now_ns, double used,
 	return rate;
 }
 
+/* llround, clamped into int64_t and NaN read as 0: the controller's doubles
+ * come from a file other processes write. */
+static int64_t round_ns(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 0x1p63)
+		return INT64_MAX;
+	if (v <= -0x1p63)
+		return INT64_MIN;
+	return (int64_t)llround(v);
+}
+
 static void loop_stats(const struct agile_loop *loop, struct agile_stats *out)
 {
 	const struct agile_controller *c = &loop->ctl;
 
 	memset(out, 0, sizeof(*out));
 	out->rate = agile__load_double(&c->rate);
-	out->baseline_ns = (int64_t)llround(agile__load_double(&c->baseline_ns));
-	out->fast_ns = (int64_t)llround(agile__load_double(&c->fast_ns));
+	out->baseline_ns = round_ns(agile__load_double(&c->baseline_ns));
+	out->fast_ns = round_ns(agile__load_double(&c->fast_ns));
 	out->samples = agile__load_u64(&c->samples);
-	out->p50_ns = (int64_t)llround(agile__load_double(&c->p50_ns));
-	out->p99_ns = (int64_t)llround(agile__load_double(&c->p99_ns));
+	out->p50_ns = round_ns(agile__load_double(&c->p50_ns));
+	out->p99_ns = round_ns(agile__load_double(&c->p99_ns));
 	out->tail_ratio = agile__load_double(&c->tail_ratio);
 	out->tail_threshold = agile__load_double(&c->tail_threshold);
 	out->cold_start = agile__load_u32(&c->cold_start) != 0;
@@ -168,10 +182,11 @@ static void loop_stats(const struct agile_loop *loop, struct agile_stats *out)
 }
 
 /* Elapsed seconds between two ticks, never zero (a step forced twice at
- * one instant must not divide by zero). */
+ * one instant must not divide by zero), and saturating rather than
+ * overflowing when from_ns is garbage. */
 static double elapsed_s(int64_t from_ns, int64_t to_ns)
 {
-	int64_t d = to_ns - from_ns;
+	int64_t d = agile__sub_sat(to_ns, from_ns);
 
 	if (d < 1)
 		d = 1;
@@ -263,9 +278,10 @@ void agile_rate_tick(struct agile_rate_limiter *l, int64_t now_ns)
 {
 	uint64_t grants = agile__load_u64(&l->loop.totals.grants);
 	double elapsed = elapsed_s(agile__load_i64(&l->loop.last_tick_ns), now_ns);
-	double used = (double)(grants - l->grants_at_tick) / elapsed;
+	double used = (double)(grants - agile__load_u64(&l->grants_at_tick)) /
+	              elapsed;
 
-	l->grants_at_tick = grants;
+	agile__store_u64(&l->grants_at_tick, grants);
 	/* A grant planned after now is a request still waiting to be sent
 	 * (an event loop sleeps through its sockets' grants one by one). */
 	bool pending = agile__load_i64(&l->bucket.last_ns) > now_ns;
@@ -293,11 +309,17 @@ void agile_rate_stats(const struct agile_rate_limiter *l, struct agile_stats *ou
 
 /* --- concurrency limiter ---------------------------------------------------- */
 
+/* The whole requests of a target, at least 1; a NaN target (garbage in
+ * the shared controller) reads as 1, one too large as the most there is. */
 static uint64_t limit_for(double target)
 {
 	double f = floor(target);
 
-	return f < 1 ? 1 : (uint64_t)f;
+	if (!(f >= 1))
+		return 1;
+	if (f >= 0x1p64)
+		return UINT64_MAX;
+	return (uint64_t)f;
 }
 
 /* True when one of adaptx's windowed laws moves the limit.  The kind is

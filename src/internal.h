@@ -1,0 +1,82 @@
+/*
+ * internal.h - helpers libagile's files share and do not export: saturating
+ * arithmetic on times, clamped conversions from double, and the bucket's
+ * spacing rules, which validate.c checks a bucket against.
+ *
+ * Limiter state lives in a file that other processes can write, so the core
+ * must be total on any bit pattern its state can hold: a time plus an
+ * interval saturates instead of overflowing, and a double becomes an integer
+ * only through a conversion that maps NaN and out-of-range values to a
+ * defined one (a plain cast of those is undefined behaviour).
+ */
+#ifndef AGILE_INTERNAL_H
+#define AGILE_INTERNAL_H
+
+#include <stdint.h>
+
+/* The longest spacing the bucket plans, about 146 years.  A rate near zero
+ * would otherwise ask for an interval that does not fit in int64_t, and
+ * llround() of such a value is unspecified. */
+#define AGILE__MAX_INTERVAL_NS (INT64_C(1) << 62)
+
+/* A bucket's last_ns before its first take: far enough in the past that
+ * max(now, last + interval) is `now` for any realistic clock, and far enough
+ * from INT64_MIN that adding even AGILE__MAX_INTERVAL_NS cannot overflow. */
+#define AGILE__NEVER_NS (INT64_MIN / 2)
+
+/* a + b, saturating at INT64_MAX and INT64_MIN instead of wrapping. */
+static inline int64_t agile__add_sat(int64_t a, int64_t b)
+{
+	int64_t sum;
+
+	if (__builtin_add_overflow(a, b, &sum))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return sum;
+}
+
+/* a - b, saturating likewise. */
+static inline int64_t agile__sub_sat(int64_t a, int64_t b)
+{
+	int64_t diff;
+
+	if (__builtin_sub_overflow(a, b, &diff))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return diff;
+}
+
+/* v + 1 for a counter of agreeing ticks, stopping at INT32_MAX. */
+static inline int32_t agile__inc_sat_i32(int32_t v)
+{
+	return v < INT32_MAX ? v + 1 : INT32_MAX;
+}
+
+/* The integer part of v, clamped into int64_t; NaN reads as 0.  Every
+ * double that reaches an integer goes through a clamp like this one, never
+ * through a plain cast. */
+static inline int64_t agile__trunc_i64(double v)
+{
+	if (v != v)
+		return 0;
+	if (v >= 0x1p63)
+		return INT64_MAX;
+	if (v <= -0x1p63)
+		return INT64_MIN;
+	return (int64_t)v;
+}
+
+/* The spacing of a ceiling of max_rate grants per second: rounded up, at
+ * least 1 ns, at most AGILE__MAX_INTERVAL_NS; max_rate > 0. */
+int64_t agile__bucket_min_interval(double max_rate);
+
+/* The spacing `rate` (>= 0, possibly +inf) asks for, rounded to the nearest
+ * nanosecond, at least min_interval_ns and at most AGILE__MAX_INTERVAL_NS
+ * (which a rate of 0 gets). */
+int64_t agile__bucket_interval(double rate, int64_t min_interval_ns);
+
+/* A double as text with up to 15 significant digits and a '.' as the
+ * decimal point whatever the host program's locale ("nan", "inf" as such):
+ * config.c's, for validate.c's messages. */
+#define AGILE__NUMBER_TEXT 48
+void agile__format_number(char out[AGILE__NUMBER_TEXT], double value);
+
+#endif /* AGILE_INTERNAL_H */
