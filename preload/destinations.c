@@ -47,10 +47,17 @@ static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 /* The state file, mapped once per process (inherited by fork children). */
 static struct agile_state_map state_map;
 static int state_tried;     /* opening was attempted (under attach_lock) */
+static char state_path[4096]; /* its path, for messages */
 
-/* Per destination: its slot, published once attached. */
+/* Per destination: its slot, published once attached; whether it is in the
+ * state file; and the configuration its limiter is checked against before
+ * each grant (written before the slot is published). */
 static struct agile_state_slot *slots[AGILE_RULES_MAX];
 static int slot_shared[AGILE_RULES_MAX];
+static struct agile_resolved slot_config[AGILE_RULES_MAX];
+/* Whether this process has said that the slot was damaged: once is enough
+ * on stderr, later repairs only at AGILE_LOG=info. */
+static int damage_reported[AGILE_RULES_MAX];
 
 static void on_config_error(const char *message, void *arg)
 {
@@ -271,26 +278,26 @@ void agile__destinations_learn_hostent(const char *host,
 static void state_open_once(void)
 {
 	struct rlimit limit;
-	char path[4096];
 	char why[160];
 	int rc;
 
 	if (state_tried)
 		return;
 	state_tried = 1;
-	agile_state_path(path, sizeof(path));
-	rc = agile_state_open_rw(path, &state_map, why, sizeof(why));
+	agile_state_path(state_path, sizeof(state_path));
+	rc = agile_state_open_rw(state_path, &state_map, why, sizeof(why));
 	if (rc == -EMFILE && agile__nofile_raise(&limit)) {
 		/* The program has used every descriptor it allows itself;
 		 * the file is closed again once mapped. */
-		rc = agile_state_open_rw(path, &state_map, why, sizeof(why));
+		rc = agile_state_open_rw(state_path, &state_map, why,
+		                         sizeof(why));
 		agile__nofile_restore(&limit);
 	}
 	if (rc < 0) {
 		agile__log(agile__strict() ? AGILE_LOG_ERROR : AGILE_LOG_WARN,
 		           "cannot use state file %s: %s; each destination gets "
 		           "a per-process limiter (the budget is not shared "
-		           "between processes)", path, strerror(-rc));
+		           "between processes)", state_path, strerror(-rc));
 		if (agile__strict())
 			agile__strict_exit();
 		state_map.header = NULL;
@@ -298,9 +305,9 @@ static void state_open_once(void)
 	}
 	if (why[0] != '\0')
 		agile__log(AGILE_LOG_WARN, "state file %s was unusable (%s); "
-		           "replaced it with a fresh one", path, why);
+		           "replaced it with a fresh one", state_path, why);
 	else
-		agile__log(AGILE_LOG_INFO, "state file %s mapped", path);
+		agile__log(AGILE_LOG_INFO, "state file %s mapped", state_path);
 }
 
 /* A per-process slot, for when the shared one cannot be had. */
@@ -331,6 +338,44 @@ static struct agile_state_slot *private_slot(const struct agile_rule *r,
 	return s;
 }
 
+/* Re-initialise destination `dest`'s shared limiter from its configuration
+ * if another process left it damaged (state.h), and say so. */
+static void repair(int dest, struct agile_state_slot *s)
+{
+	const struct agile_rule *r = &rules.rule[dest];
+	char why[sizeof(((struct agile_problem *)0)->message)];
+	size_t offset = (size_t)((char *)s - (char *)state_map.header) -
+	                state_map.header->header_size;
+	unsigned int index = (unsigned int)(offset /
+	                                    state_map.header->slot_size);
+
+	if (agile_state_slot_repair(s, &r->config, agile__now_ns(), why,
+	                            sizeof(why)) <= 0)
+		return;
+	agile__log(__atomic_exchange_n(&damage_reported[dest], 1,
+	                               __ATOMIC_ACQ_REL) ? AGILE_LOG_INFO
+	                                                 : AGILE_LOG_WARN,
+	           "state file %s, slot %u (destination %s): its limiter was "
+	           "damaged: %s It was re-initialised from the configuration.",
+	           state_path, index, r->name, why);
+}
+
+int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
+                                 int64_t now_ns)
+{
+	/* The check is tens of nanoseconds (scripts/bench-hotpath, its
+	 * validate row), against the system calls every grant's request
+	 * makes anyway; it is what keeps a damaged bucket from granting past
+	 * the ceiling or planning a grant decades ahead. */
+	if (slot_shared[dest] &&
+	    agile_rate_validate(&s->limiter, &slot_config[dest], now_ns,
+	                        NULL) < 0) {
+		repair(dest, s);
+		now_ns = agile__now_ns();
+	}
+	return agile_rate_take(&s->limiter, now_ns);
+}
+
 static struct agile_state_slot *attach(int dest)
 {
 	const struct agile_rule *r = &rules.rule[dest];
@@ -348,6 +393,12 @@ static struct agile_state_slot *attach(int dest)
 		if (rc >= 0) {
 			agile_state_slot_attach_pid(s, (int32_t)getpid());
 			slot_shared[dest] = 1;
+			agile_resolve(&r->config, AGILE_KIND_RATE,
+			              &slot_config[dest]);
+			/* A slot this process did not initialise is checked
+			 * before it is trusted. */
+			if (rc == AGILE_SLOT_ATTACHED)
+				repair(dest, s);
 			if (rc == AGILE_SLOT_RECONFIGURED)
 				agile__log(AGILE_LOG_INFO, "destination %s: "
 				           "configuration changed; its shared "

@@ -39,6 +39,13 @@ int agile__destinations_pace(int dest);
  * Never NULL: when the state file cannot be used, a per-process slot. */
 struct agile_state_slot *agile__destinations_slot(int dest);
 
+/* Take the next grant of destination `dest`, whose slot is `s`: its
+ * planned time (agile_rate_take).  A shared slot's limiter is checked first,
+ * and re-initialised from the configuration when another process left it
+ * damaged, with one line on stderr the first time. */
+int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
+                                 int64_t now_ns);
+
 /* Feed the addresses a program's own name lookup returned to the hostname
  * rules; a failed lookup of a configured hostname counts as unreachable. */
 void agile__destinations_learn_addrinfo(const char *host,

@@ -1192,6 +1192,11 @@ static bool blob_read(const struct fleet_dest *f, const struct agile_resp *r,
 	if (memcmp(blob.magic, "AGC1", 4) != 0 ||
 	    blob.size != sizeof(struct agile_controller) || blob.tag != f->ctl_tag)
 		return false;
+	/* Redis is written by every host, and by whatever else reaches it: a
+	 * controller that fails the core's check is no fleet's, and the
+	 * winner starts a fresh one instead (fleet_step). */
+	if (agile_controller_validate(&blob.ctl, &f->fleet_config, NULL) < 0)
+		return false;
 	*out = blob.ctl;
 	return true;
 }

@@ -31,6 +31,7 @@
 #include <strings.h>
 
 #include "atomics.h"
+#include "internal.h"
 #include "resilience_hook.h"
 
 /* The end of the headers (or of the data, if they are cut short). */
@@ -156,7 +157,10 @@ void agile__http_request(struct agile_fd *t,
 static void pause_bucket(struct agile_state_slot *s, int64_t until_ns)
 {
 	struct agile_bucket *b = &s->limiter.bucket;
-	int64_t want = until_ns - agile__load_i64(&b->interval_ns);
+	/* Saturating: another process may have left garbage in the spacing,
+	 * which the next grant's check repairs (destinations.c). */
+	int64_t want = agile__sub_sat(until_ns,
+	                              agile__load_i64(&b->interval_ns));
 	int64_t last = agile__load_i64(&b->last_ns);
 	int64_t until = agile__load_i64(&s->resilience.paused_until_ns);
 

@@ -148,6 +148,7 @@ bool agile_resilience_state_valid(const struct agile_state_resilience *z)
 	       rolling_valid(&z->breaker.window) &&
 	       rolling_valid(&z->shedder.window) &&
 	       z->quota.period_ns >= 1 && z->quota.count >= 0 &&
+	       z->quota.count <= z->quota.quota &&
 	       w->window_ns >= 1 && w->quota >= 0 &&
 	       w->quota <= AGILE_STATE_WINDOW_MAX && w->count >= 0 &&
 	       w->count <= w->quota && w->oldest >= 0 && w->oldest < room;

@@ -258,6 +258,50 @@ int agile_state_slot_init(struct agile_state_slot *s, const char *name,
 	return 0;
 }
 
+int agile_state_slot_repair(struct agile_state_slot *s,
+                            const struct agile_config *config,
+                            int64_t now_ns, char *why, size_t why_len)
+{
+	uint64_t mine = ((uint64_t)(uint32_t)getpid() << 8) | AGILE_SLOT_INIT;
+	uint64_t seen = agile__load_u64(&s->state);
+	struct agile_resolved resolved;
+	struct agile_problem problem;
+	int rc = resolve(config, &resolved);
+
+	if (rc < 0)
+		return rc;
+	if (agile_rate_validate(&s->limiter, &resolved, now_ns, NULL) == 0)
+		return 0;
+	/* One process repairs.  The others find the slot claimed and carry
+	 * on with the limiter as it is (the core is total on garbage), and
+	 * find it repaired at their next check; a process attaching waits
+	 * for the claim as for an initialisation.  A claim whose process
+	 * died mid-repair is taken over: the slot was in use, so only its
+	 * limiter can be unfinished. */
+	if (seen != AGILE_SLOT_READY &&
+	    ((seen & 0xff) != AGILE_SLOT_INIT ||
+	     agile_shmfile_pid_alive(AGILE_SLOT_INIT_PID(seen))))
+		return 0;
+	if (!agile__cas_u64(&s->state, &seen, mine))
+		return 0;
+	/* Checked again under the claim: a repair that landed between the
+	 * first check and the claim is not redone. */
+	if (agile_rate_validate(&s->limiter, &resolved, now_ns,
+	                        &problem) == 0) {
+		agile__store_u64(&s->state, AGILE_SLOT_READY);
+		return 0;
+	}
+	rc = agile_rate_init(&s->limiter, config, now_ns);
+	/* The next grant one interval after now, not at once: a grant the
+	 * damaged bucket handed out just before may be due now. */
+	agile__store_i64(&s->limiter.bucket.last_ns, now_ns);
+	agile__store_u64(&s->state, AGILE_SLOT_READY);
+	if (rc < 0)
+		return rc;
+	snprintf(why, why_len, "%s", problem.message);
+	return 1;
+}
+
 /* How long to wait for another process to finish initialising a slot
  * before giving up on it: initialisation takes microseconds, so this only
  * matters when that process was stopped or killed mid-way. */

@@ -16,7 +16,10 @@
  * the sizes a reader must agree with.  A file whose header disagrees —
  * another version, a different limiter size, truncated, garbage, or written
  * in an earlier boot (its monotonic timestamps would be meaningless) — is
- * never trusted: the preload renames a fresh file into its place.
+ * never trusted: the preload renames a fresh file into its place.  A slot's
+ * limiter is checked on its own, when a process attaches to it and before
+ * each grant it takes, and one that fails is re-initialised in place
+ * (agile_state_slot_repair), so the other slots keep their state.
  *
  * Default path: /dev/shm/agilepreload-<uid>.state (one file per user, mode
  * 0600), or the path in AGILE_STATE.
@@ -240,6 +243,23 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
                              const struct agile_resilience_config *res,
                              int64_t now_ns, int64_t now_unix_ns,
                              struct agile_state_slot **out, int32_t *other_pid);
+
+/*
+ * Re-initialise the limiter of a ready slot from `config` when it fails
+ * agile_rate_validate against that configuration at now_ns: the slot's
+ * body is shared memory that other processes (a bug, a hostile program of
+ * the same user) can write.  The slot is claimed for the repair (its state
+ * word, as for initialisation), checked again under the claim, and only its
+ * limiter is re-initialised: name, counters, history, attached processes and
+ * resilience state stay.  A repair claim whose process died is taken over.
+ * Returns 1 when it repaired the limiter, with what was wrong in `why`
+ * ("bucket.min_interval_ns (0) must be ..."); 0 when the limiter is valid or
+ * another live process is repairing it; -EINVAL when the configuration
+ * cannot be resolved.
+ */
+int agile_state_slot_repair(struct agile_state_slot *s,
+                            const struct agile_config *config,
+                            int64_t now_ns, char *why, size_t why_len);
 
 /* Initialise a slot outside any file (the per-process fallback). */
 int agile_state_slot_init(struct agile_state_slot *s, const char *name,

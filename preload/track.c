@@ -322,7 +322,7 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	t->response_ns = 0;
 	t->inode = socket_inode(fd);
 	t->peer = 0;
-	__atomic_store_n(&t->grant_ns, agile_rate_take(&s->limiter, now),
+	__atomic_store_n(&t->grant_ns, agile__destinations_take(dest, s, now),
 	                 __ATOMIC_RELEASE);
 	store8(&t->tracked, 1);
 	agile__add_u64(&s->connects, 1);
@@ -377,7 +377,8 @@ int64_t agile__track_before_send(struct agile_fd *t)
 		                                __ATOMIC_ACQ_REL,
 		                                __ATOMIC_ACQUIRE))
 			__atomic_store_n(&t->grant_ns,
-			                 agile_rate_take(&s->limiter, now),
+			                 agile__destinations_take(t->dest, s,
+			                                          now),
 			                 __ATOMIC_RELEASE);
 		now = settle_grant(t, now);
 		break;

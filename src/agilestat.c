@@ -43,6 +43,11 @@ struct view {
 	int live;
 	bool blind;
 	uint64_t blind_for; /* ticks without a sample, or without any step */
+	/* The limiter fails the core's check (agile_rate_validate): another
+	 * process left garbage there, which the next process to take a
+	 * grant repairs.  Its statistics are shown as 0, not as garbage. */
+	bool damaged;
+	char damage[sizeof(((struct agile_problem *)0)->message)];
 	uint64_t connects, unreachable, truncated;
 };
 
@@ -51,6 +56,14 @@ static int64_t unix_now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
+}
+
+static int64_t monotonic_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
 }
 
@@ -63,18 +76,29 @@ static void read_view(const struct agile_state_slot *s, struct view *v)
 {
 	int64_t since_tick;
 
+	struct agile_problem why;
+
 	memset(v, 0, sizeof(*v));
 	v->slot = s;
 	agile_rate_stats(&s->limiter, &v->stats);
 	v->config = agile_rate_config(&s->limiter);
+	if (agile_rate_validate(&s->limiter, v->config, monotonic_now_ns(),
+	                        &why) < 0) {
+		v->damaged = true;
+		snprintf(v->damage, sizeof(v->damage), "%s", why.message);
+		memset(&v->stats, 0, sizeof(v->stats));
+	}
 	v->live = agile_state_slot_live_pids(s, v->pids, AGILE_STATE_PIDS);
 	v->connects = load_u64(&s->connects);
 	v->unreachable = load_u64(&s->unreachable);
 	v->truncated = load_u64(&s->truncated);
 	/* Blind: the controller ran ticks without samples, or a live process
 	 * has not run a tick for a while (it makes no calls at all). */
-	since_tick = unix_now_ns() -
-	             __atomic_load_n(&s->last_tick_unix_ns, __ATOMIC_ACQUIRE);
+	if (__builtin_sub_overflow(unix_now_ns(),
+	                           __atomic_load_n(&s->last_tick_unix_ns,
+	                                           __ATOMIC_ACQUIRE),
+	                           &since_tick))
+		since_tick = INT64_MAX; /* a garbage stamp: long ago */
 	v->blind_for = v->stats.blind_ticks;
 	if (v->live > 0 && v->config->tick_ns > 0 &&
 	    (uint64_t)(since_tick / v->config->tick_ns) > v->blind_for)
@@ -167,6 +191,9 @@ static void print_table(const struct view *v, int n)
 			printf("  BLIND: no samples for %llu ticks; the rate is "
 			       "frozen, not steady\n",
 			       (unsigned long long)v->blind_for);
+		if (v->damaged)
+			printf("  DAMAGED: %s The next process to use it "
+			       "re-initialises it.\n", v->damage);
 		if (i + 1 < n)
 			printf("\n");
 	}
@@ -232,6 +259,10 @@ static void print_json(const struct view *v, int n)
 		for (int k = 0; k < v->live && k < AGILE_STATE_PIDS; k++)
 			printf("%s%d", k ? "," : "", (int)v->pids[k]);
 		printf("]");
+		if (v->damaged) {
+			printf(",\"damaged\":");
+			json_string(v->damage);
+		}
 		agilestat_resilience_json(v->slot);
 		agilestat_fleet_json(v->slot);
 		printf("}");
