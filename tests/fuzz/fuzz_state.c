@@ -20,17 +20,20 @@
  * When the file is accepted, every slot is read the way agilestat and the
  * preload read it (state word, name, history ring, statistics, attached
  * processes, and agilestat's table and JSON of the resilience region, whose
- * ranges the check covers), a history entry is appended to each ready one,
- * and the preload attaches a destination of its own
- * (agile_state_slot_acquire, which probes, claims, re-initialises or
- * attaches).  Slots claimed by a live process are left out of that last
- * step, which would wait for them.
- *
- * Out of scope, on purpose: the arithmetic of the limiter and resilience
- * primitives on a slot body full of garbage.  The check covers the header,
- * each slot's state word and strings and the resilience region's ranges;
- * the rest of a ready slot is trusted (README.md, "Hardening and limits",
- * says what that means).
+ * ranges the check covers), and a history entry is appended to each ready
+ * one.  Each ready slot's limiter body, which patches reach like any other
+ * bytes and which the file check does not cover, is then checked against
+ * its own stored configuration (agile_rate_validate) and driven through
+ * every operation of the core as it is, garbage or not: takes, try-takes,
+ * outcomes, ticks over a few periods, statistics; and a concurrency limiter
+ * made of the same bytes likewise.  The core must be total on any bit
+ * pattern, which the sanitizers check.  Last, the preload attaches a
+ * destination of its own (agile_state_slot_acquire, which probes, claims,
+ * re-initialises or attaches) and repairs the slot it got
+ * (agile_state_slot_repair), after which its limiter must pass the check
+ * and two grants must be at least the ceiling's spacing apart.  Slots
+ * claimed by a live process are left out of that last step, which would
+ * wait for them.
  *
  * tests/fuzz/replay.c turns this file into a program that replays the
  * committed corpus in every `make check`.
@@ -158,6 +161,76 @@ static void use_slot(struct agile_state_slot *s, int64_t now_ns)
 	agile_state_slot_append_tick(s, now_ns);
 }
 
+/* A check's verdict must be 0, or -EINVAL with a field and a sentence. */
+static void check_verdict(int rc, const struct agile_problem *why)
+{
+	if (rc == 0)
+		return;
+	if (rc != -EINVAL ||
+	    memchr(why->field, '\0', sizeof(why->field)) == NULL ||
+	    memchr(why->message, '\0', sizeof(why->message)) == NULL ||
+	    why->field[0] == '\0' || why->message[0] == '\0')
+		abort();
+}
+
+/* Drive a limiter body through the core as it is: whatever it holds, no
+ * operation may overflow, convert a NaN or divide by zero. */
+static void drive_limiter(struct agile_rate_limiter *l,
+                          const uint8_t *slot_bytes, int64_t now_ns)
+{
+	struct agile_conc_limiter conc;
+	struct agile_problem why;
+	struct agile_stats stats;
+	int64_t planned = 0;
+	double sum = 0;
+
+	memset(&why, 0, sizeof(why));
+	check_verdict(agile_rate_validate(l, &l->loop.config, now_ns, &why),
+	              &why);
+	check_verdict(agile_controller_validate(&l->loop.ctl, &l->loop.config,
+	                                        &why), &why);
+	for (int k = 0; k < 4; k++) {
+		int64_t t = now_ns + k * AGILE_NS_PER_S;
+
+		sum += (double)agile_rate_take(l, t);
+		if (agile_rate_try_take(l, t, AGILE_NS_PER_S, &planned))
+			sum += (double)planned;
+		agile_rate_observe(l, 20 * AGILE_NS_PER_MS);
+		agile_rate_observe_truncated(l, 3 * AGILE_NS_PER_S);
+		if (k == 1)
+			agile_rate_unavailable(l);
+		agile_rate_aborted(l);
+		agile_rate_tick_if_due(l, t);
+		agile_rate_tick(l, t + 1);
+		sum += agile_rate_rate(l) + agile_bucket_rate(&l->bucket);
+		agile_rate_stats(l, &stats);
+		sum += stats.rate + (double)stats.p99_ns;
+	}
+
+	/* The loop of a concurrency limiter is the rate limiter's; the rest
+	 * (its counters and its law) comes from the bytes after the loop and
+	 * then from the slot's start, garbage either way. */
+	memcpy(&conc, l, sizeof(*l) < sizeof(conc) ? sizeof(*l) : sizeof(conc));
+	if (sizeof(conc) > sizeof(*l))
+		memcpy((uint8_t *)&conc + sizeof(*l), slot_bytes,
+		       sizeof(conc) - sizeof(*l));
+	for (int k = 0; k < 3; k++) {
+		int64_t t = now_ns + k * AGILE_NS_PER_S;
+
+		if (agile_conc_try_take(&conc))
+			agile_conc_release(&conc);
+		agile_conc_observe(&conc, 5 * AGILE_NS_PER_MS);
+		agile_conc_observe_truncated(&conc, 2 * AGILE_NS_PER_S);
+		agile_conc_unavailable(&conc);
+		agile_conc_tick_if_due(&conc, t);
+		agile_conc_tick(&conc, t + 1);
+		agile_conc_stats(&conc, &stats);
+		sum += stats.rate + (double)agile_conc_limit(&conc) +
+		       (double)agile_conc_in_flight(&conc);
+	}
+	sink = sum;
+}
+
 /* A valid file's slots, whatever they hold. */
 static void patched_file(const uint8_t *data, size_t size)
 {
@@ -165,9 +238,11 @@ static void patched_file(const uint8_t *data, size_t size)
 	struct agile_config config = { .max_rate = 100, .floor_rate = 10 };
 	const int64_t now_ns = INT64_C(5000) * AGILE_NS_PER_S;
 	struct agile_state_slot *mine = NULL;
+	struct agile_resolved resolved;
+	struct agile_problem problem;
 	int32_t other = 0;
 	bool waits = false;
-	char why[160];
+	char why[256];
 	int rc;
 
 	apply_patches(data, size);
@@ -182,6 +257,7 @@ static void patched_file(const uint8_t *data, size_t size)
 		if (s->state == AGILE_SLOT_READY) {
 			dirty[i] = true;
 			use_slot(s, now_ns);
+			drive_limiter(&s->limiter, (const uint8_t *)s, now_ns);
 		} else if ((s->state & 0xff) == AGILE_SLOT_INIT &&
 		           pid_alive(AGILE_SLOT_INIT_PID(s->state))) {
 			waits = true;
@@ -191,11 +267,30 @@ static void patched_file(const uint8_t *data, size_t size)
 		return;
 	rc = agile_state_slot_acquire(&m, "fuzz", "127.0.0.1:80", 0, &config,
 	                              NULL, now_ns, now_ns, &mine, &other);
-	if (rc >= 0) {
-		dirty[SLOT_OF((size_t)((uint8_t *)mine - image))] = true;
-		agile_state_slot_attach_pid(mine, (int32_t)getpid());
-		use_slot(mine, now_ns);
+	if (rc < 0)
+		return;
+	dirty[SLOT_OF((size_t)((uint8_t *)mine - image))] = true;
+	agile_state_slot_attach_pid(mine, (int32_t)getpid());
+	/* What the preload does with a slot it did not initialise. */
+	why[0] = '\0';
+	rc = agile_state_slot_repair(mine, &config, now_ns, why, sizeof(why));
+	if (rc < 0 || (rc == 1 && why[0] == '\0'))
+		abort();
+	if (agile_resolve(&config, AGILE_KIND_RATE, &resolved) != 0 ||
+	    agile_rate_validate(&mine->limiter, &resolved, now_ns,
+	                        &problem) != 0)
+		abort(); /* a repaired or attached limiter passes the check */
+	{
+		int64_t first = agile_rate_take(&mine->limiter, now_ns);
+		int64_t second = agile_rate_take(&mine->limiter, now_ns);
+
+		int64_t spacing = mine->limiter.bucket.min_interval_ns;
+
+		if (second - first < spacing ||
+		    spacing != 10 * AGILE_NS_PER_MS)
+			abort(); /* the ceiling of max_rate 100 holds */
 	}
+	use_slot(mine, now_ns);
 }
 
 /* Put the image back to a freshly formatted file, slot by slot. */
