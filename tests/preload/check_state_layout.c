@@ -152,6 +152,19 @@ int main(void)
 	       sizeof(struct agile_state_slot) >=
 	       offsetof(struct agile_state_slot, limiter) +
 	       sizeof(struct agile_rate_limiter), 1);
+	/* Where tests/fault/slot_garbage.sh writes its garbage: the
+	 * controller's doubles after the 208-byte resolved configuration, and
+	 * the bucket's times at 40 bytes from the limiter's end. */
+	OFF(agile_rate_limiter, loop.ctl, 208);
+	SIZE(agile_rate_limiter, loop.ctl, 208);
+	OFF(agile_controller, rate, 0);
+	OFF(agile_controller, used, 56);
+	EXPECT("bucket 40 bytes from the limiter's end",
+	       sizeof(struct agile_rate_limiter) -
+	       offsetof(struct agile_rate_limiter, bucket), 40);
+	OFF(agile_bucket, last_ns, 0);
+	OFF(agile_bucket, interval_ns, 8);
+	OFF(agile_bucket, min_interval_ns, 16);
 	EXPECT("file size", AGILE_STATE_SIZE,
 	       256 + 64 * sizeof(struct agile_state_slot));
 
