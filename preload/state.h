@@ -142,7 +142,12 @@ struct agile_state_slot {
 	int64_t last_tick_unix_ns;
 	int32_t pids[AGILE_STATE_PIDS];
 	struct agile_state_tick ring[AGILE_STATE_RING];
-	uint8_t reserved1[64];
+	/* The theoretical time of the destination's next send (monotonic ns,
+	 * 0 never): grants are planned in the order sockets connect, but a
+	 * program may send on them in another order, and track.c spaces the
+	 * sends themselves against this (a GCRA on send times). */
+	int64_t send_tat_ns;
+	uint8_t reserved1[56];
 	struct agile_state_resilience resilience;
 	struct agile_rate_limiter limiter __attribute__((aligned(64)));
 } __attribute__((aligned(64)));

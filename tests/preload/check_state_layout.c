@@ -85,7 +85,8 @@ int main(void)
 	OFF(agile_state_slot, last_tick_unix_ns, 248);
 	OFF(agile_state_slot, pids, 256);           SIZE(agile_state_slot, pids, 64);
 	OFF(agile_state_slot, ring, 320);           SIZE(agile_state_slot, ring, 7680);
-	OFF(agile_state_slot, reserved1, 8000);     SIZE(agile_state_slot, reserved1, 64);
+	OFF(agile_state_slot, send_tat_ns, 8000);   SIZE(agile_state_slot, send_tat_ns, 8);
+	OFF(agile_state_slot, reserved1, 8008);     SIZE(agile_state_slot, reserved1, 56);
 	OFF(agile_state_slot, resilience, 8064);
 	EXPECT("limiter after the resilience region",
 	       offsetof(struct agile_state_slot, limiter),
