@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <gnu/lib-names.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -68,12 +69,30 @@ static void on_config_error(const char *message, void *arg)
 	           message);
 }
 
+/* AGILE_STRICT is 1 or off: any other value ("yes", "true") is most
+ * likely a wish for strictness spelled another way, and running lax
+ * without a word would hide that it was not granted. */
+static void check_strict_value(int *errors)
+{
+	const char *v = getenv("AGILE_STRICT");
+	char message[160];
+
+	if (v == NULL || *v == '\0' || strcmp(v, "0") == 0 ||
+	    strcmp(v, "1") == 0)
+		return;
+	snprintf(message, sizeof(message), "AGILE_STRICT: \"%.40s\" is not "
+	         "0 or 1; expected 1 (stop on a configuration error) or 0 "
+	         "(using 0)", v);
+	on_config_error(message, errors);
+}
+
 static void load(void)
 {
 	int errors = 0;
 
 	agile__enter();
 	agile__log_init();
+	check_strict_value(&errors);
 	/* The core computes from here on; without libm it cannot, and the
 	 * preload stays out of the way (lazymath.c). */
 	if (agile__lazymath_bind() < 0) {

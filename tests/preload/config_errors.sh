@@ -157,6 +157,17 @@ agilepreload: AGILE_DEST_API: key "slo": "200" has no unit; expected a duration 
 agilepreload: AGILE_DEST_BAD: cannot read destination "127.0.0.1:"; expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path
 EOF
 
+# AGILE_STRICT takes 1 or 0: another spelling of "yes" is reported, not
+# silently run lax.
+status=0
+run_preloaded AGILE_STRICT=yes \
+	"AGILE_DEST_API=127.0.0.1:$closed_port max=500" \
+	python3 -c "$connect_once" >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "AGILE_STRICT=yes" 0 "$status"
+expect_file "AGILE_STRICT=yes: the warning" "$tmp/err" <<'EOF'
+agilepreload: AGILE_STRICT: "yes" is not 0 or 1; expected 1 (stop on a configuration error) or 0 (using 0)
+EOF
+
 # AGILE_LOG=error silences the warnings, not the program.
 status=0
 run_preloaded AGILE_LOG=error \
