@@ -67,7 +67,9 @@
  *
  * Version 2 added the resilience region (version 1 had the limiter at 8064).
  * Version 3 moved the adaptive laws' state into the core concurrency limiter
- * at the region's end (the breaker now sits at its offset 23000).
+ * at the region's end (the breaker now sits at its offset 23000).  Version 4
+ * gave the controller's first padding word a meaning (backlog_ms), which a
+ * version 3 preload's check of a slot would take for garbage and reset.
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -80,7 +82,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 3
+#define AGILE_STATE_VERSION 4
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

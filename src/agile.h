@@ -184,6 +184,14 @@ struct agile_config {
 #define AGILE_ANSWER_RATIO_KEEP_LOW 0.8   /* once trusted, until the ratio */
 #define AGILE_ANSWER_RATIO_KEEP_HIGH 1.25 /* leaves this wider band */
 #define AGILE_ANSWER_RATIO_WEIGHT 0.25 /* EWMA weight of a healthy span */
+#define AGILE_BACKLOG_FACTOR 2.0  /* a cut's backlog holds further cuts
+                                     for this times the time it needs to
+                                     drain: an event loop reads the last
+                                     of its answers up to a cycle of its
+                                     sockets late */
+#define AGILE_BACKLOG_MAX_TICKS 3 /* the longest a cut's backlog holds
+                                     further cuts: a knee measured too
+                                     high must not hold them for long */
 #define AGILE_PROBE_MAX_STEP 0.2  /* the largest accelerated step: under
                                      1.1 / 0.9, so a probe cannot jump over
                                      the band within 10% of a capacity */
@@ -380,7 +388,8 @@ struct agile_controller {
 	int32_t up_agree;      /* consecutive ticks voting up */
 	int32_t down_agree;    /* consecutive ticks voting down */
 	uint32_t last_action;  /* enum agile_action of the last step */
-	uint32_t pad;
+	uint32_t backlog_ms;   /* ms the queue a cut under the knee left
+	                          still needs to drain (rule a); 0 none */
 	double delivered;      /* answers per second the last tick saw; 0 when
 	                          unknown or the delivered rules are off */
 	double knee_rate;      /* delivered rate at the last deficit cut; 0

@@ -54,10 +54,22 @@
  *     already working: neither the proportional step nor the tail guard
  *     cuts again on that backlog's latency.  The knee is what the
  *     downstream delivered when trouble began: at a deficit cut, or at the
- *     first cut since the rate last rose, raised by what a draining tick
+ *     first cut since the rate last rose (unless the rate was still
+ *     climbing back under the knee and the p50 healthy: a guard cut there
+ *     measured the rate, not the capacity), raised by what a draining tick
  *     delivers (the downstream then works flat out).  A fixed fraction
  *     cannot learn this: after a drop from 150 to 40 req/s, three 30% steps
- *     still leave 51 req/s.
+ *     still leave 51 req/s.  A cut that leaves the rate under the knee
+ *     drains the queue the tick saw by itself: its p50's excess over the
+ *     baseline, times the knee, is that queue, and it drains at the knee
+ *     less the new rate.  While twice that time (AGILE_BACKLOG_FACTOR: the
+ *     program reads the last of those answers late) outlasts a tick, and
+ *     for AGILE_BACKLOG_MAX_TICKS at most, that tick's slow answers are
+ *     the backlog's, and the tick counts as draining, unless the program
+ *     is held to its answers (below): then the cut did not take it under
+ *     what the downstream delivers, and nothing drains.  A program whose answers pace its sends can never
+ *     show answers exceeding grants, so this is the only way its backlog
+ *     is seen for what it is.
  *  b. Knee ramp (knee_ramp).  Below delivered_share x knee a healthy tick
  *     multiplies the rate by knee_ramp, capped there, without waiting for
  *     the agreement of step 4: the downstream delivered that much already.
@@ -75,7 +87,11 @@
  *     tolerance does not cut on the smoothing's memory, and a second cut in
  *     a row keeps at most goodput_cut x the share of answers inside the
  *     target, so a downstream that answers nothing inside the SLO falls to
- *     the floor in two ticks rather than in 30% steps.
+ *     the floor in two ticks rather than in 30% steps.  Not after a cut
+ *     that started from what was used: a program held to its answers
+ *     queues no more than its own connections, and its slow answers are
+ *     that queue, which a cut drains, not a downstream that can answer
+ *     nothing inside the SLO.
  *
  * The same four rules hold for a real program, whose signal is lumpy where
  * a simulated backlog's is smooth.  ab -c 16 paced at its sends takes its
@@ -101,10 +117,16 @@
  *    used once they are: a program's first cut is its slow start
  *    overshooting, a few ticks in;
  *  - a cut starts from what was used when even the full step from the
- *    rate would stay above it, and the congested tick after such a cut,
+ *    rate would stay above it (the program is held to its answers), and
+ *    a congested tick so held, or the congested tick after such a cut,
  *    a full queue throughout, gives the knee;
  *  - the utilisation gate does not hold rule b: below the knee the
- *    promise has been tested.
+ *    promise has been tested;
+ *  - a cut's backlog (rule a) and the answers the program had not read
+ *    yet hold the next cut, and rule d leaves a program held to its
+ *    answers alone: after a capacity drop ab's tick after the cut read
+ *    p50 388 ms from sixteen requests the cut was already draining, and
+ *    rule d cut 28 req/s to the floor of 5 with 37 a second delivered.
  *
  * bench/matrix.c's loop-drop scenario is that program; without these the
  * default sat at the floor there after the capacity drop, as it did for
@@ -285,6 +307,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_double(&c->knee_rate, n->knee_rate);
 	agile__store_i32(&c->increase_streak, n->increase_streak);
 	agile__store_u32(&c->cutting, n->cutting);
+	agile__store_u32(&c->backlog_ms, n->backlog_ms);
 	agile__store_double(&c->answer_ratio, n->answer_ratio);
 	agile__store_double(&c->span_grants, n->span_grants);
 	agile__store_double(&c->span_s, n->span_s);
@@ -411,6 +434,20 @@ double agile_controller_step(struct agile_controller *c,
 	n.span_s = split ? span_s : 0;
 	n.span_split = split;
 
+	/* Rule a: the backlog the last cut left under the knee.  While it
+	 * outlasts this tick, the tick's slow answers are that backlog's.
+	 * A value no cut could have set (the state file is shared) is
+	 * none. */
+	bool backlog = false;
+	uint32_t backlog_most_ms = agile__backlog_most_ms(r->tick_ns);
+	if (measured && n.backlog_ms <= backlog_most_ms) {
+		double left_ms = n.backlog_ms - 1000 * in->elapsed_s;
+		backlog = left_ms > 0;
+		n.backlog_ms = backlog ? (uint32_t)left_ms : 0;
+	} else {
+		n.backlog_ms = 0;
+	}
+
 	if (in->unreachable > 0 &&
 	    in->unreachable >= (uint64_t)AGILE_OUTAGE_RATIO * observed) {
 		n.blind_ticks = observed ? 0 : n.blind_ticks + 1;
@@ -461,13 +498,26 @@ double agile_controller_step(struct agile_controller *c,
 		n.down_agree = 0;
 	}
 
+	/* What a cut acts on.  A program that sends less than its rate (an
+	 * event loop with sixteen sockets sends no faster than they are
+	 * answered) loads the downstream with what it sends: a cut that
+	 * leaves the rate above that changes nothing, and the queue it was
+	 * meant to drain stays full another tick.  So when even the full
+	 * step from the rate would stay above what was used, the program is
+	 * held to its answers and the cut starts from what was used (the
+	 * delivered rules only; the seed's law cuts the rate). */
+	bool held = measured && used < rate * (1.0 - r->down_step);
+	double load = held ? used : rate;
 	/* Rule a: a growing queue (a deficit) acts now, whatever the latency
 	 * and the hysteresis say yet; a shrinking one (more answers than
-	 * grants: an earlier tick's backlog draining) means the last cut is
-	 * already working, and neither the proportional step nor the guard
-	 * cuts again on the backlog's latency. */
-	bool draining = delivered_known && (!split || n.cutting) &&
-	                delivered - used > slack;
+	 * grants: an earlier tick's backlog draining, or the backlog a cut
+	 * under the knee left) means the last cut is already working, and
+	 * neither the proportional step nor the guard cuts again on the
+	 * backlog's latency.  A program held to its answers cannot use its
+	 * rate: the last cut did not take it under what the downstream
+	 * delivers, and no backlog drains. */
+	bool draining = (delivered_known && (!split || n.cutting) &&
+	                 delivered - used > slack) || (backlog && !held);
 	/* Rule b: below the knee the climb back needs no agreement. */
 	double knee_cap = delivered_known ? r->delivered_share * n.knee_rate : 0;
 	bool below_knee = r->knee_ramp > 1 && knee_cap > 0 && rate < knee_cap;
@@ -477,18 +527,6 @@ double agile_controller_step(struct agile_controller *c,
 	 * found, and each step in a row doubles. */
 	bool at_knee = r->probe_acceleration > 1 && delivered_known &&
 	               rate >= knee_cap;
-
-	/* What a cut acts on.  A program that sends less than its rate (an
-	 * event loop with sixteen sockets sends no faster than they are
-	 * answered) loads the downstream with what it sends: a cut that
-	 * leaves the rate above that changes nothing, and the queue it was
-	 * meant to drain stays full another tick.  So when even the full
-	 * step from the rate would stay above what was used, the cut starts
-	 * from what was used (the delivered rules only; the seed's law cuts
-	 * the rate). */
-	double load = rate;
-	if (measured && used < rate * (1.0 - r->down_step))
-		load = used;
 
 	next = rate;
 	n.last_action = AGILE_ACTION_HOLD;
@@ -555,8 +593,10 @@ double agile_controller_step(struct agile_controller *c,
 		if (next > full)
 			next = full;
 		/* Rule d: a second cut in a row keeps no more of the rate than
-		 * the share of answers that met the target. */
-		if (r->goodput_cut > 0 && n.cutting &&
+		 * the share of answers that met the target, unless the last
+		 * cut found the program held to its answers. */
+		if (r->goodput_cut > 0 && n.cutting && !n.cut_from_used &&
+		    !held &&
 		    next > r->goodput_cut * inside * load)
 			next = r->goodput_cut * inside * load;
 		n.up_agree = 0;
@@ -576,7 +616,9 @@ double agile_controller_step(struct agile_controller *c,
 			n.last_action = AGILE_ACTION_DECREASE;
 	}
 	/* The knee: what the downstream delivered when trouble began, that
-	 * is at a deficit cut or at the first cut since the rate last rose.
+	 * is at a deficit cut or at the first cut since the rate last rose;
+	 * not at a guard's cut on a healthy tick while rule b climbs back to
+	 * a knee already known, which measures the rate, not the capacity.
 	 * It is learned even while the answers are not yet trusted to pair
 	 * with the grants, and used only once they are: a program's first
 	 * cut comes a few ticks after its start, before the calibration
@@ -584,18 +626,19 @@ double agile_controller_step(struct agile_controller *c,
 	 * not offered again until the rate has climbed back to it. */
 	bool cut_now = n.last_action == AGILE_ACTION_DECREASE ||
 	               n.last_action == AGILE_ACTION_TAIL;
-	if (measured && !split && cut_now && (deficit || !n.cutting))
+	if (measured && !split && cut_now && (deficit || !n.cutting) &&
+	    (deficit || congested || !below_knee))
 		n.knee_rate = delivered;
-	/* A program held to its answers (the last cut had to start from what
-	 * it used) that is still congested the tick after ran it against its
-	 * queue, full or draining: what it delivered then is at most the
+	/* A program held to its answers (this cut, or the last, had to start
+	 * from what it used) that is congested ran it against its queue,
+	 * full or draining: what it delivered then is at most the
 	 * capacity, where the first cut's tick mixed the time before the
 	 * queue filled with the time after (ab saw a knee of 64 for a
 	 * capacity of 40, and climbed into the queue twice more to learn it).
 	 * A program that sends its rate whatever the answers (into an SLO
 	 * that broke) is never cut from what it used. */
 	else if (measured && !split && cut_now && congested &&
-	         n.cut_from_used)
+	         (n.cut_from_used || held))
 		n.knee_rate = delivered;
 	if (cut_now)
 		n.cut_from_used = load < rate;
@@ -604,11 +647,32 @@ double agile_controller_step(struct agile_controller *c,
 	 * that cut saw answers lag by the queue it was building. */
 	if (draining && n.cutting && delivered > n.knee_rate)
 		n.knee_rate = delivered;
+	/* Rule a's backlog: the queue this tick saw, p50's excess over the
+	 * baseline times the knee it was delivered at, drains at the knee
+	 * less the rate the cut leaves; until then, and until its answers
+	 * are read (AGILE_BACKLOG_FACTOR), the next ticks' answers are that
+	 * queue's. */
+	double cut_to = clamp(next, floor, max);
+	if (cut_now && delivered_known && n.knee_rate > cut_to &&
+	    p50 > n.baseline_ns) {
+		double drain_s = AGILE_BACKLOG_FACTOR *
+		                 (p50 - n.baseline_ns) / AGILE_NS_PER_S *
+		                 n.knee_rate / (n.knee_rate - cut_to);
+		double drain_ms = 1000 * drain_s;
+		n.backlog_ms = drain_ms < backlog_most_ms ?
+		               (uint32_t)drain_ms : backlog_most_ms;
+	} else if (cut_now) {
+		n.backlog_ms = 0;
+	}
 	if (cut_now)
 		n.cutting = 1;
 	else if (n.last_action == AGILE_ACTION_INCREASE ||
 	         n.last_action == AGILE_ACTION_MULTIPLY)
 		n.cutting = 0;
+	/* A rate that rises has left any backlog behind. */
+	if (n.last_action == AGILE_ACTION_INCREASE ||
+	    n.last_action == AGILE_ACTION_MULTIPLY)
+		n.backlog_ms = 0;
 	/* Rule c's series: increases in a row from the knee on. */
 	if (n.last_action == AGILE_ACTION_INCREASE && at_knee)
 		n.increase_streak = agile__inc_sat_i32(n.increase_streak);

@@ -14,6 +14,8 @@
 
 #include <stdint.h>
 
+#include "agile.h"
+
 /* The longest spacing the bucket plans, about 146 years.  A rate near zero
  * would otherwise ask for an interval that does not fit in int64_t, and
  * llround() of such a value is unspecified. */
@@ -72,6 +74,20 @@ int64_t agile__bucket_min_interval(double max_rate);
  * nanosecond, at least min_interval_ns and at most AGILE__MAX_INTERVAL_NS
  * (which a rate of 0 gets). */
 int64_t agile__bucket_interval(double rate, int64_t min_interval_ns);
+
+/* The longest a cut's backlog (controller.backlog_ms) may hold further
+ * cuts: AGILE_BACKLOG_MAX_TICKS ticks, in milliseconds, within uint32_t.
+ * controller.c sets it no higher, and validate.c rejects more. */
+static inline uint32_t agile__backlog_most_ms(int64_t tick_ns)
+{
+	int64_t ticks_ms = tick_ns / 1000000;
+
+	if (ticks_ms <= 0)
+		return 0;
+	if (ticks_ms > (int64_t)(UINT32_MAX / AGILE_BACKLOG_MAX_TICKS))
+		return UINT32_MAX;
+	return (uint32_t)(ticks_ms * AGILE_BACKLOG_MAX_TICKS);
+}
 
 /* A double as text with up to 15 significant digits and a '.' as the
  * decimal point whatever the host program's locale ("nan", "inf" as such):

@@ -160,6 +160,7 @@ static int delivered_rules_off(const struct agile_controller *c,
 		{ "controller.span_split", agile__load_u32(&c->span_split) },
 		{ "controller.cut_from_used",
 		  agile__load_u32(&c->cut_from_used) },
+		{ "controller.backlog_ms", agile__load_u32(&c->backlog_ms) },
 		{ "controller.increase_streak",
 		  agile__load_i32(&c->increase_streak) },
 	};
@@ -268,10 +269,18 @@ int agile_controller_validate(const struct agile_controller *c,
 		return reject(why, "controller.last_action",
 		              "controller.last_action (%" PRIu32 ") is not an "
 		              "action; there are %d.", action, AGILE_ACTION_COUNT);
-	if (agile__load_u32(&c->pad) != 0 || agile__load_u32(&c->pad2) != 0)
-		return reject(why, "controller.pad",
-		              "controller.pad and pad2 must be 0; nothing but "
-		              "garbage writes them.");
+	if (agile__load_u32(&c->pad2) != 0)
+		return reject(why, "controller.pad2",
+		              "controller.pad2 must be 0; nothing but garbage "
+		              "writes it.");
+	if (agile__load_u32(&c->backlog_ms) >
+	    agile__backlog_most_ms(r->tick_ns))
+		return reject(why, "controller.backlog_ms",
+		              "controller.backlog_ms (%" PRIu32 ") is more than "
+		              "the %" PRIu32 " ms (three ticks) a cut's backlog "
+		              "may hold the next cuts.",
+		              agile__load_u32(&c->backlog_ms),
+		              agile__backlog_most_ms(r->tick_ns));
 	/* The quantile guard never writes the ratio guard's state. */
 	if (!(r->tail_tolerance > 0) &&
 	    (agile__load_double(&c->tail_ratio) != 0 ||

@@ -966,9 +966,15 @@ END_TEST
  * delivered 52 a second; the cut starts from what was used, to 35.7, and
  * the knee is 52.  The next tick the queue was full throughout: it
  * delivered 37, the capacity, and that is the knee (0.92 x 52 would have
- * climbed back into the queue).  A program that sends its rate whatever
- * the answers, into an SLO that broke, is never cut from what it used,
- * and keeps the knee of its first cut.
+ * climbed back into the queue).  That tick cuts a full step of the rate,
+ * to 24.99, and not, by rule d, to the share of its answers inside the
+ * SLO, none: a program held to its answers queues only its own
+ * connections, and a cut drains them.  (The first cut's backlog, 150 ms
+ * of excess at a knee of 52 draining at 52 - 35.7, holds cuts for
+ * 2 x 0.479 = 0.957 s, less than the tick.)  A program that sends its
+ * rate whatever the answers, into an SLO that broke, is never cut from
+ * what it used, keeps the knee of its first cut, and rule d takes it to
+ * the floor.
  */
 START_TEST(controller_knee_after_a_cut_from_what_was_used)
 {
@@ -981,8 +987,9 @@ START_TEST(controller_knee_after_a_cut_from_what_was_used)
 	                                      52), 35.7, 1e-9);
 	ck_assert_double_eq(c.knee_rate, 52);
 	ck_assert_uint_eq(c.cut_from_used, 1);
-	ck_assert_double_eq(step_measured(&c, &r, samples(37, 390 * MS), 37, 37),
-	                    5);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(37, 390 * MS), 37,
+	                                      37), 24.99, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
 	ck_assert_double_eq(c.knee_rate, 37);
 
 	warm(&c, &r, 100);
@@ -992,6 +999,153 @@ START_TEST(controller_knee_after_a_cut_from_what_was_used)
 	ck_assert_double_eq(step_measured(&c, &r, samples(70, 150 * MS), 70, 70),
 	                    5);
 	ck_assert_double_eq(c.knee_rate, 100);
+}
+END_TEST
+
+/*
+ * Rule a's backlog, replaying ab -c 16 against scripts/downstream.py when
+ * its capacity dropped from 150 to 40 req/s.  At 148 req/s ab used 41:
+ * its sixteen requests queued, 400 ms each.  The guard cuts from what was
+ * used, to 28.7, and the knee is the 42 delivered.  That queue, 370 ms of
+ * excess at 42 a second, drains at 42 - 28.7 a second, in 1.17 s; ab
+ * reads the last of its answers late, so cuts are held for twice that,
+ * 2.34 s.  The next tick read p50 390 ms and the one after 150 ms, both
+ * the backlog's: they hold (before, rule d took the second to the floor
+ * of 5 with 30 answers a second delivered, and ab sat there for four
+ * seconds).  The third is clean, and rule b climbs straight to
+ * 0.92 x 42.
+ */
+START_TEST(controller_backlog_holds_the_next_cut)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+	double drain_s;
+
+	warm(&c, &r, 148);
+	c.knee_rate = 160;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(42, 400 * MS), 41,
+	                                      42), 28.7, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq(c.knee_rate, 42);
+	/* The histogram reports 400 ms as 400.6 (its bucket's value). */
+	drain_s = 2 * (c.p50_ns - 30 * MS) / AGILE_NS_PER_S * 42 / (42 - 28.7);
+	ck_assert_double_eq_tol(drain_s, 2.34, 0.01);
+	ck_assert_uint_eq(c.backlog_ms, (uint32_t)(1000 * drain_s));
+
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(30, 390 * MS), 31,
+	                                      30), 28.7, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_uint_eq(c.backlog_ms, (uint32_t)(1000 * drain_s) - 1000);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(28, 150 * MS), 28,
+	                                      28), 28.7, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_double_eq(c.knee_rate, 42);
+
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(29, 40 * MS), 29,
+	                                      29), 0.92 * 42, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_uint_eq(c.backlog_ms, 0);
+}
+END_TEST
+
+/*
+ * The drop as scripts/demo.sh once caught it, half way through a tick: ab
+ * used 87.5 of its 122 req/s, more than the full step from the rate, so
+ * the guard cut the rate, to 85.4, and the knee was the 88 delivered.  The
+ * backlog that cut leaves is held to three ticks, but the next tick shows
+ * ab held to its answers at 40 a second: the cut did not take it under
+ * what the downstream delivers, nothing drains, and that tick cuts from
+ * what was used, to 28, learns the knee of 40 (a full queue throughout),
+ * and leaves rule d alone (before: the floor, for the rest of the run).
+ */
+START_TEST(controller_backlog_not_when_held_to_answers)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 122);
+	c.knee_rate = 160;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(88, 300 * MS),
+	                                      87.5, 88), 85.4, 1e-9);
+	ck_assert_double_eq(c.knee_rate, 88);
+	ck_assert_uint_eq(c.cut_from_used, 0);
+	ck_assert_uint_eq(c.backlog_ms, 3000);
+
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(40, 400 * MS), 40,
+	                                      40), 28, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq(c.knee_rate, 40);
+	ck_assert_uint_eq(c.cut_from_used, 1);
+	ck_assert_uint_gt(c.backlog_ms, 2000);
+}
+END_TEST
+
+/*
+ * A cut on the way back up to a known knee, on a tick whose p50 is
+ * healthy (at 10 req/s, three slow answers of fifteen fired the guard),
+ * says nothing about the capacity: the program sent 15 a second because
+ * the rate let it.  Learned, that knee of 15 held ab at 13.8 req/s of a
+ * capacity of 40 for the rest of a run (rule c probes only while the p50
+ * is at the baseline, which after a drop in capacity it never is).  The
+ * knee stays; rule b resumes the climb.
+ */
+START_TEST(controller_knee_kept_below_the_knee)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 10);
+	c.knee_rate = 41.5;
+	c.tail_ratio = 0.3;
+	ck_assert_double_eq_tol(step_measured(&c, &r,
+	                                      samples2(12, 45 * MS, 3,
+	                                               150 * MS), 15, 15),
+	                        7, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_eq(c.knee_rate, 41.5);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(7, 45 * MS), 7, 7),
+	                        14, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+}
+END_TEST
+
+/*
+ * The backlog holds only what a cut under the knee leaves behind, for
+ * AGILE_BACKLOG_MAX_TICKS at most, and a value no cut could have set (the
+ * state file is shared and may hold anything) holds nothing: the slow
+ * tick after it is cut as before.
+ */
+START_TEST(controller_backlog_bounded)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+	const uint32_t garbage[] = { 3001, INT32_MAX, UINT32_MAX };
+
+	for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++) {
+		warm(&c, &r, 100);
+		c.backlog_ms = garbage[i];
+		ck_assert_double_eq_tol(step_measured(&c, &r,
+		                                      samples(100, 400 * MS),
+		                                      100, 100), 70, 1e-9);
+		ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	}
+
+	/* The cut of the test above with ten times its excess: 23 s to
+	 * drain, held to three ticks. */
+	warm(&c, &r, 148);
+	c.knee_rate = 160;
+	step_measured(&c, &r, samples(42, 3730 * MS), 41, 42);
+	ck_assert_double_eq(c.knee_rate, 42);
+	ck_assert_uint_eq(c.backlog_ms, 3000);
+
+	/* Without a knee there is no drain rate to judge by: a second cut
+	 * in a row (rule d, to the floor) leaves no backlog. */
+	warm(&c, &r, 100);
+	c.cutting = 1;
+	ck_assert_double_eq(step_measured(&c, &r, samples(100, 400 * MS), 100,
+	                                  100), 5);
+	ck_assert_double_eq(c.knee_rate, 0);
+	ck_assert_uint_eq(c.backlog_ms, 0);
 }
 END_TEST
 
@@ -1159,6 +1313,10 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_knee_learned_before_answers_are_trusted);
 	tcase_add_test(tc, controller_cut_acts_on_what_was_used);
 	tcase_add_test(tc, controller_knee_after_a_cut_from_what_was_used);
+	tcase_add_test(tc, controller_backlog_holds_the_next_cut);
+	tcase_add_test(tc, controller_backlog_bounded);
+	tcase_add_test(tc, controller_backlog_not_when_held_to_answers);
+	tcase_add_test(tc, controller_knee_kept_below_the_knee);
 	tcase_add_test(tc, controller_gate_does_not_hold_the_knee_ramp);
 	tcase_add_test(tc, controller_split_span_is_measured_with_the_next);
 	tcase_add_test(tc, controller_trust_holds_within_the_wider_band);

@@ -400,7 +400,7 @@ START_TEST(validate_names_each_controller_field)
 	ck_assert_str_eq(verdict(&l, now), "controller.last_action");
 	init_100(&l, now);
 	l.loop.ctl.pad2 = 1;
-	ck_assert_str_eq(verdict(&l, now), "controller.pad");
+	ck_assert_str_eq(verdict(&l, now), "controller.pad2");
 	/* The quantile guard (tail_tolerance 0 without an SLO) never writes
 	 * the ratio guard's share... */
 	init_100(&l, now);
@@ -414,6 +414,9 @@ START_TEST(validate_names_each_controller_field)
 	init_100(&l, now);
 	l.loop.ctl.increase_streak = 3;
 	ck_assert_str_eq(verdict(&l, now), "controller.increase_streak");
+	init_100(&l, now);
+	l.loop.ctl.backlog_ms = 1;
+	ck_assert_str_eq(verdict(&l, now), "controller.backlog_ms");
 }
 END_TEST
 
@@ -436,6 +439,12 @@ START_TEST(validate_delivered_rules_on)
 	l.loop.ctl.tail_ratio = 0.5;
 	l.loop.ctl.span_s = -INFINITY;
 	ck_assert_str_eq(verdict(&l, now), "controller.span_s");
+	/* A cut's backlog holds the next cuts for three ticks at most. */
+	l.loop.ctl.span_s = 0;
+	l.loop.ctl.backlog_ms = 3000;
+	ck_assert_str_eq(verdict(&l, now), "");
+	l.loop.ctl.backlog_ms = 3001;
+	ck_assert_str_eq(verdict(&l, now), "controller.backlog_ms");
 }
 END_TEST
 
