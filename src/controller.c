@@ -67,9 +67,9 @@
  *     for AGILE_BACKLOG_MAX_TICKS at most, that tick's slow answers are
  *     the backlog's, and the tick counts as draining, unless the program
  *     is held to its answers (below): then the cut did not take it under
- *     what the downstream delivers, and nothing drains.  A program whose answers pace its sends can never
- *     show answers exceeding grants, so this is the only way its backlog
- *     is seen for what it is.
+ *     what the downstream delivers, and nothing drains.  A program whose
+ *     answers pace its sends can never show answers exceeding grants, so
+ *     this is the only way its backlog is seen for what it is.
  *  b. Knee ramp (knee_ramp).  Below delivered_share x knee a healthy tick
  *     multiplies the rate by knee_ramp, capped there, without waiting for
  *     the agreement of step 4: the downstream delivered that much already.
@@ -87,8 +87,8 @@
  *     tolerance does not cut on the smoothing's memory, and a second cut in
  *     a row keeps at most goodput_cut x the share of answers inside the
  *     target, so a downstream that answers nothing inside the SLO falls to
- *     the floor in two ticks rather than in 30% steps.  Not after a cut
- *     that started from what was used: a program held to its answers
+ *     the floor in two ticks rather than in 30% steps.  Not at or after a
+ *     cut that started from what was used: a program held to its answers
  *     queues no more than its own connections, and its slow answers are
  *     that queue, which a cut drains, not a downstream that can answer
  *     nothing inside the SLO.
@@ -593,8 +593,8 @@ double agile_controller_step(struct agile_controller *c,
 		if (next > full)
 			next = full;
 		/* Rule d: a second cut in a row keeps no more of the rate than
-		 * the share of answers that met the target, unless the last
-		 * cut found the program held to its answers. */
+		 * the share of answers that met the target, unless this cut
+		 * or the last found the program held to its answers. */
 		if (r->goodput_cut > 0 && n.cutting && !n.cut_from_used &&
 		    !held &&
 		    next > r->goodput_cut * inside * load)
