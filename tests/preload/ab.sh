@@ -12,11 +12,22 @@
 # failed request.  The server answers after 20 ms, and that is what the
 # samples must say: while ab's one thread sleeps in one socket's send, the
 # responses of the other seven wait unread, and counting that stall (up to
-# 8 x 20 ms) as round trip would make the median several times larger.
+# 8 x 20 ms) as round trip would make the median several times larger
+# (150 ms before it was fixed).  The median also holds the server's own
+# delay and the event loop's wake-ups, which grow when the machine is busy
+# (33 to 63 ms seen with two cores loaded four times over, under ASan or
+# not): so the bound is 30 ms or, when more, twice the median of ab's own
+# request times measured just before without the preload, one request at
+# a time (32 to 35 ms then; 49 ms paced against 35 ms alone was the
+# widest gap seen).
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need ab
 
 port=$(start_httpd api 20)
+ab -q -n 20 -c 1 "http://127.0.0.1:$port/" >"$tmp/alone.out" 2>&1 ||
+	fail "ab failed: $(cat "$tmp/alone.out")"
+alone=$(sed -n 's/^ *50% *\([0-9]*\).*/\1/p' "$tmp/alone.out")
+: >"$tmp/api.arrivals"
 export AGILE_DEST_API="127.0.0.1:$port max=50 floor=50 initial=50"
 preloaded ab -q -n 100 -c 8 "http://127.0.0.1:$port/" >"$tmp/ab.out" 2>&1 ||
 	fail "ab failed: $(cat "$tmp/ab.out")"
@@ -38,5 +49,5 @@ check "v[0] >= 10" "requests arrive evenly spaced, not in bunches" "$gap"
 check "v[0] >= 100" "every request is a sample" "$(stat_json api 'd["samples_total"]')"
 check "v[0] == 0" "no connection counted unreachable" "$(stat_json api 'd["unreachable"]')"
 p50=$(history_p50 api)
-note "ab: round-trip p50 $p50 ms for a 20 ms downstream"
-check "15 <= v[0] <= 30" "the event loop's stall is not measured as round trip" "$p50"
+note "ab: round-trip p50 $p50 ms for a 20 ms downstream (${alone} ms one at a time without the preload)"
+check "15 <= v[0] <= max(30, 2 * v[1])" "the event loop's stall is not measured as round trip" "$p50" "$alone"
