@@ -4,21 +4,27 @@
 # A Python server on a Unix stream socket answers each "ping" line with
 # "pong" after 10 ms.  A client makes ten requests over one connection
 # through the preload at floor=max=20/s: the ten must be ten samples of
-# about 10 ms (not the 50 ms pacing wait), and take at least 0.45 s.
+# about 10 ms (not the 50 ms pacing wait), and take at least 0.45 s.  The
+# server also logs how long it took over each request, which on a loaded
+# machine is more than its 10 ms sleep (the samples' median was 20.05 ms
+# under ASan on two cores loaded four times over): the samples' median
+# must be at most 20 ms, or twice the server's own when that is more.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 
-python3 - "$tmp/sock" <<'PY' &
+python3 - "$tmp/sock" "$tmp/handling" <<'PY' &
 import os, socket, sys, threading, time
-path = sys.argv[1]
+path, handling = sys.argv[1], open(sys.argv[2], "w", buffering=1)
 srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 srv.bind(path + ".tmp"); os.rename(path + ".tmp", path); srv.listen(8)
 srv.settimeout(60)
 def serve(c):
     f = c.makefile("rb")
     for line in f:
+        t = time.monotonic()
         time.sleep(0.01)
         c.sendall(b"pong\n")
+        handling.write("%.6f\n" % (time.monotonic() - t))
 while True:
     c, _ = srv.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
@@ -43,7 +49,9 @@ print("%.3f" % (time.monotonic() - start))
 PY
 ) || fail "the unix client failed"
 p50=$(history_p50 sock)
-note "unix: 10 requests in $elapsed s, p50 $p50 ms"
+server=$(python3 -c 'import statistics, sys
+print("%.3f" % (1000 * statistics.median(float(x) for x in open(sys.argv[1]))))' "$tmp/handling")
+note "unix: 10 requests in $elapsed s, p50 $p50 ms (the server's own $server ms)"
 check "v[0] == 10" "one sample per request" "$(stat_json sock 'd["samples_total"]')"
 check "v[0] >= 0.45" "paced at 20/s" "$elapsed"
-check "8 <= v[0] <= 20" "the samples measure the 10 ms server, not the wait" "$p50"
+check "8 <= v[0] <= max(20, 2 * v[1])" "the samples measure the 10 ms server, not the wait" "$p50" "$server"
