@@ -19,7 +19,11 @@
 # not): so the bound is 30 ms or, when more, twice the median of ab's own
 # request times measured just before without the preload, one request at
 # a time (32 to 35 ms then; 49 ms paced against 35 ms alone was the
-# widest gap seen).
+# widest gap seen).  A program the machine starves of CPU also falls
+# behind its grants, and the time it lost is not given back (no burst
+# after idle): 39/s was seen under ASan at that load.  So a run below the
+# rate's range is made again, twice at most; one above it, or three
+# below, fail.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need ab
 
@@ -27,14 +31,19 @@ port=$(start_httpd api 20)
 ab -q -n 20 -c 1 "http://127.0.0.1:$port/" >"$tmp/alone.out" 2>&1 ||
 	fail "ab failed: $(cat "$tmp/alone.out")"
 alone=$(sed -n 's/^ *50% *\([0-9]*\).*/\1/p' "$tmp/alone.out")
-: >"$tmp/api.arrivals"
 export AGILE_DEST_API="127.0.0.1:$port max=50 floor=50 initial=50"
-preloaded ab -q -n 100 -c 8 "http://127.0.0.1:$port/" >"$tmp/ab.out" 2>&1 ||
-	fail "ab failed: $(cat "$tmp/ab.out")"
+for attempt in 1 2 3; do
+	rm -f "$AGILE_STATE"
+	: >"$tmp/api.arrivals"
+	preloaded ab -q -n 100 -c 8 "http://127.0.0.1:$port/" >"$tmp/ab.out" 2>&1 ||
+		fail "ab failed: $(cat "$tmp/ab.out")"
+	rate=$(arrival_rate "$tmp/api.arrivals")
+	note "attempt $attempt: $rate/s"
+	python3 -c 'import sys; sys.exit(float(sys.argv[1]) < 50 * 0.85)' "$rate" && break
+done
 failed=$(sed -n 's/^Failed requests: *\([0-9]*\).*/\1/p' "$tmp/ab.out")
 
 n=$(count_lines "$tmp/api.arrivals")
-rate=$(arrival_rate "$tmp/api.arrivals")
 gap=$(python3 - "$tmp/api.arrivals" <<'PY'
 import statistics, sys
 t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
