@@ -77,10 +77,11 @@ need() {
 started() { started_pids="$started_pids $1"; }
 
 # Start the HTTP downstream: start_httpd NAME [DELAY_MS].  Prints its port;
-# arrivals (monotonic seconds, one per request) go to $tmp/NAME.arrivals.
+# arrivals (monotonic seconds, one per request) go to $tmp/NAME.arrivals,
+# the server's handling time of each request to $tmp/NAME.handling.
 start_httpd() {
 	python3 "$HTTPD" "$tmp/$1.port" "$tmp/$1.arrivals" "${2:-0}" 120 \
-		</dev/null >"$tmp/$1.log" 2>&1 &
+		"$tmp/$1.handling" </dev/null >"$tmp/$1.log" 2>&1 &
 	# Callers run this in $(...), a subshell whose started_pids the test
 	# never sees: the pid file is what lets cleanup stop the server.
 	echo $! >"$tmp/$1.pid"

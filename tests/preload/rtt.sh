@@ -7,7 +7,11 @@
 # sent.  The samples' median must be within 10% of the injected 50 ms: the
 # wait must not be counted (that would make it ~125 ms), and every request
 # on the connection must be a sample (12).  The rate a kept-alive
-# connection gets must also respect the ceiling.
+# connection gets must also respect the ceiling.  On a loaded machine the
+# server takes longer than its 50 ms sleep (the samples' median was 82 ms
+# with two cores loaded four times over), so the median may also reach
+# the server's own median handling time plus 20 ms, for what it does
+# before and after it (66 ms against 57 ms seen; the wait would add 75).
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need curl
 
@@ -24,8 +28,10 @@ samples=$(stat_json slow 'd["samples_total"]')
 connects=$(stat_json slow 'd["connects"]')
 p50=$(history_p50 slow)
 rate=$(arrival_rate "$tmp/slow.arrivals")
-note "samples $samples over $connects connection(s), p50 $p50 ms, server saw $rate/s"
+server=$(python3 -c 'import statistics, sys
+print("%.3f" % (1000 * statistics.median(float(x) for x in open(sys.argv[1]))))' "$tmp/slow.handling")
+note "samples $samples over $connects connection(s), p50 $p50 ms (the server's own $server ms), server saw $rate/s"
 check "v[0] == 12" "one sample per request on a kept-alive connection" "$samples"
 check "v[0] == 1" "one connection" "$connects"
-check "45 <= v[0] <= 55" "p50 within 10% of the injected 50 ms" "$p50"
+check "45 <= v[0] <= max(55, v[1] + 20)" "p50 within 10% of the injected 50 ms (or near the server's own time)" "$p50" "$server"
 check "v[0] <= 8 * 1.05" "a kept-alive connection obeys the ceiling" "$rate"
