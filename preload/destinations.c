@@ -34,8 +34,6 @@
 #include "process.h"
 #include "symbols.h"
 
-extern char **environ;
-
 static struct agile_rules rules;
 static int rules_enabled;   /* enabled rules; 0 means "match nothing" */
 static int host_rules;      /* enabled hostname rules */
@@ -74,7 +72,7 @@ static void on_config_error(const char *message, void *arg)
  * without a word would hide that it was not granted. */
 static void check_strict_value(int *errors)
 {
-	const char *v = getenv("AGILE_STRICT");
+	const char *v = agile__env("AGILE_STRICT");
 	char message[160];
 
 	if (v == NULL || *v == '\0' || strcmp(v, "0") == 0 ||
@@ -91,6 +89,7 @@ static void load(void)
 	int errors = 0;
 
 	agile__enter();
+	agile__env_choose();
 	agile__log_init();
 	check_strict_value(&errors);
 	/* The core computes from here on; without libm it cannot, and the
@@ -104,7 +103,7 @@ static void load(void)
 		agile__leave();
 		return;
 	}
-	agile_rules_parse(environ, &rules, on_config_error, &errors);
+	agile_rules_parse(agile__env_block(), &rules, on_config_error, &errors);
 	/* AGILE_REDIS, read only when a rule has fleet settings (fleet.h). */
 	agile__fleet_load(&rules, on_config_error, &errors);
 	for (int i = 0; i < rules.count; i++) {
@@ -303,7 +302,7 @@ static void state_open_once(void)
 	if (state_tried)
 		return;
 	state_tried = 1;
-	agile_state_path(state_path, sizeof(state_path));
+	agile_state_path(agile__env("AGILE_STATE"), state_path, sizeof(state_path));
 	rc = agile_state_open_rw(state_path, &state_map, why, sizeof(why));
 	if (rc == -EMFILE && agile__nofile_raise(&limit)) {
 		/* The program has used every descriptor it allows itself;

@@ -222,7 +222,7 @@ void agile__fleet_load(const struct agile_rules *parsed,
                        void (*report)(const char *message, void *arg),
                        void *arg)
 {
-	const char *url = getenv("AGILE_REDIS");
+	const char *url = agile__env("AGILE_REDIS");
 	char why[256], line[400];
 	int any = 0;
 
@@ -263,7 +263,7 @@ static void fleet_map_once(void)
 	if (fleet_map_tried)
 		return;
 	fleet_map_tried = 1;
-	agile_state_path(state_path, sizeof(state_path));
+	agile_state_path(agile__env("AGILE_STATE"), state_path, sizeof(state_path));
 	agile_fleet_path(state_path, path, sizeof(path));
 	rc = agile_fleet_open_rw(path, &fleet_map, why, sizeof(why));
 	if (rc < 0) {

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "log.h"
+#include "process.h"
 #include "symbols.h"
 
 static int log_level = AGILE_LOG_WARN;
@@ -57,7 +58,7 @@ static int stderr_unchanged(void)
 void agile__log_init(void)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };
-	const char *value = getenv("AGILE_LOG");
+	const char *value = agile__env("AGILE_LOG");
 
 	if (value == NULL || *value == '\0')
 		return;

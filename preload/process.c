@@ -5,8 +5,8 @@
  * inherited by every child of the program: it checks AT_SECURE, notes the
  * process id and registers the fork handlers (so that a child forked before
  * any hook ran is still known for a fork child, not a vfork one), notes
- * which file fd 2 is (the only place the preload's messages may go), reads
- * AGILE_STRICT, and only under AGILE_STRICT=1 parses the configuration
+ * which file fd 2 is (the only place the preload's messages may go), copies
+ * the AGILE_ variables (see process.h), reads AGILE_STRICT, and only under AGILE_STRICT=1 parses the configuration
  * early, so that a configuration error stops the program before main()
  * runs.  Everything else is bound and loaded at first use.
  */
@@ -27,6 +27,74 @@
 
 static int strict_mode = -1;
 
+extern char **environ;
+
+/* The AGILE_ variables of the environment the process started with (see
+ * process.h): 128 entries and 32 KiB hold 32 destinations and 32 listeners
+ * with room to spare; an environment with more is not copied at all, and
+ * the live one is read as before.  Static, so a process pays only for the
+ * pages its variables touch, and a fork child inherits the copy. */
+#define ENV_COPY_MAX 128
+#define ENV_COPY_BYTES 32768
+static char env_copy_bytes[ENV_COPY_BYTES];
+static char *env_copy[ENV_COPY_MAX + 1];
+static bool env_copied;
+static bool env_use_copy;
+
+static bool is_config_variable(const char *entry)
+{
+	return strncmp(entry, "AGILE_DEST_", 11) == 0 ||
+	       strncmp(entry, "AGILE_LISTEN_", 13) == 0;
+}
+
+static void env_snapshot(void)
+{
+	size_t used = 0;
+	int n = 0;
+
+	for (char **e = environ; e != NULL && *e != NULL; e++) {
+		size_t len;
+
+		if (strncmp(*e, "AGILE_", 6) != 0)
+			continue;
+		len = strlen(*e) + 1;
+		if (n == ENV_COPY_MAX || len > ENV_COPY_BYTES - used)
+			return; /* too many to copy: env_copied stays false */
+		memcpy(env_copy_bytes + used, *e, len);
+		env_copy[n++] = env_copy_bytes + used;
+		used += len;
+	}
+	env_copy[n] = NULL;
+	env_copied = true;
+}
+
+void agile__env_choose(void)
+{
+	if (!env_copied)
+		return;
+	for (char **e = environ; e != NULL && *e != NULL; e++)
+		if (is_config_variable(*e))
+			return;
+	env_use_copy = true;
+}
+
+char *const *agile__env_block(void)
+{
+	return env_use_copy ? env_copy : environ;
+}
+
+const char *agile__env(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!env_use_copy)
+		return getenv(name);
+	for (char **e = env_copy; *e != NULL; e++)
+		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
+			return *e + len + 1;
+	return NULL;
+}
+
 /* The process whose address space this is: set by the constructor and by the
  * fork child handler.  A vfork child runs neither, so getpid() differs from
  * it there.  0 until the constructor runs. */
@@ -39,7 +107,7 @@ static int atfork_registered;
 bool agile__strict(void)
 {
 	if (strict_mode < 0) {
-		const char *v = getenv("AGILE_STRICT");
+		const char *v = agile__env("AGILE_STRICT");
 
 		strict_mode = v != NULL && strcmp(v, "1") == 0;
 	}
@@ -124,6 +192,7 @@ __attribute__((constructor)) static void agile_preload_start(void)
 		return;
 	}
 	__atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
+	env_snapshot();
 	agile__process_register_atfork();
 	agile__log_note_stderr();
 	if (agile__strict()) {

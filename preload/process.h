@@ -8,6 +8,21 @@
 
 #include <stdbool.h>
 
+/*
+ * The AGILE_ variables the preload reads.  They are looked up in the
+ * process's environment, as it is when the configuration is read (at the
+ * first connect); a program that empties its environment before that (nginx
+ * gives its workers only the variables its `env` directive names) would
+ * otherwise lose them, so the constructor keeps a copy of the AGILE_
+ * variables the process started with, and when the environment then holds
+ * no AGILE_DEST_ or AGILE_LISTEN_ variable at all, the copy is read instead.
+ * agile__env_choose() makes that choice once, when the configuration is
+ * read; before it, the environment is read as it is.
+ */
+void agile__env_choose(void);
+char *const *agile__env_block(void);
+const char *agile__env(const char *name);
+
 /* True when AGILE_STRICT=1: configuration and state-file failures stop the
  * process (exit status 2) instead of degrading. */
 bool agile__strict(void);

@@ -36,9 +36,8 @@ _Static_assert(sizeof(struct agile_state_slot) % 64 == 0, "slot alignment");
 _Static_assert(AGILE_STATE_BOOT_ID_MAX == AGILE_SHMFILE_BOOT_ID_MAX,
                "boot id width");
 
-size_t agile_state_path(char *buf, size_t len)
+size_t agile_state_path(const char *env, char *buf, size_t len)
 {
-	const char *env = getenv("AGILE_STATE");
 	int n;
 
 	if (env != NULL && *env != '\0')

@@ -174,9 +174,9 @@ agile_state_slot(const struct agile_state_map *m, unsigned int i)
 	                                   (size_t)i * m->header->slot_size);
 }
 
-/* AGILE_STATE, or the default path for this user.  Returns the length
- * (snprintf style). */
-size_t agile_state_path(char *buf, size_t len);
+/* `env` (the value of AGILE_STATE, NULL when unset), or the default path
+ * for this user.  Returns the length (snprintf style). */
+size_t agile_state_path(const char *env, char *buf, size_t len);
 
 /*
  * Check a mapping of `size` bytes against this build's layout and the

@@ -512,7 +512,7 @@ int main(int argc, char **argv)
 	const char *errstr;
 	int opt, rc, n;
 
-	agile_state_path(path, sizeof(path));
+	agile_state_path(getenv("AGILE_STATE"), path, sizeof(path));
 	while ((opt = getopt_long(argc, argv, "s:jpw:Hch", longopts,
 	                          NULL)) != -1) {
 		switch (opt) {
