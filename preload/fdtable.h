@@ -32,6 +32,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls.h"
+
 /* Where the socket's connection is. */
 enum agile_fd_phase {
 	AGILE_FD_CONNECTING = 0, /* connect() started, result not yet known */
@@ -82,6 +84,12 @@ struct agile_fd {
 	                             number after a close the hooks did not see */
 	int32_t peer;             /* fd + 1 of the last descriptor this one was
 	                             duplicated from or to; 0 none */
+	struct agile_tls tls;     /* the connection's TLS records (tls.h) */
+	int64_t tls_start_ns;     /* TLS 1.3's first request, answered, whose
+	                             round trip the ticket rule holds open: its
+	                             start; 0 none (track.c) */
+	int64_t tls_end_ns;       /* the first record's arrival: its end unless
+	                             a record of another length comes */
 };
 
 extern struct agile_fd *agile__fd_table;

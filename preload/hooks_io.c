@@ -23,44 +23,42 @@
 #include "track.h"
 
 /* Run `call` (an expression) as a send on fd; evaluates to its result.
- * `data` and `data_len` are its first buffer, for proto=http (http.c). */
-#define SEND_LIKE(type, fd, data, data_len, call) do { \
+ * `iov` and `count` are the bytes it sends (NULL when they are not in
+ * memory, as for sendfile), for the TLS walker (tls.h) and proto=http
+ * (http.c). */
+#define SEND_LIKE(type, fd, iov, count, call) do { \
 	struct agile_fd *t_ = agile__hook_tracked(fd); \
+	const struct iovec *iov_; \
+	int count_; \
 	int64_t start_; \
 	type r_; \
 	if (t_ == NULL) \
 		return call; \
-	start_ = agile__track_before_send(t_); \
+	iov_ = (iov); \
+	count_ = (count); \
+	start_ = agile__track_before_send(t_, iov_, count_); \
 	if (start_ < 0) \
 		return call; \
 	r_ = call; \
-	agile__track_after_send(t_, (ssize_t)r_, errno, start_, (data), \
-	                        (data_len)); \
+	agile__track_after_send(t_, (ssize_t)r_, errno, start_, iov_, count_); \
 	return r_; \
 } while (0)
 
-/* Same for a receive that asked for `asked` bytes. */
-#define RECV_LIKE(type, fd, asked, data, data_len, call) do { \
+/* Same for a receive that asked for `asked` bytes into iov[0..count);
+ * `peek` when MSG_PEEK leaves them for the next one. */
+#define RECV_LIKE(type, fd, asked, iov, count, peek, call) do { \
 	struct agile_fd *t_ = agile__hook_tracked(fd); \
 	type r_; \
 	if (t_ == NULL) \
 		return call; \
 	r_ = call; \
-	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), (data), \
-	                        (data_len)); \
+	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), (iov), \
+	                        (count), (peek)); \
 	return r_; \
 } while (0)
 
-/* The first buffer of an iovec array, and its length. */
-static const void *iov_first(const struct iovec *iov, int count)
-{
-	return iov != NULL && count > 0 ? iov[0].iov_base : NULL;
-}
-
-static size_t iov_first_len(const struct iovec *iov, int count)
-{
-	return iov != NULL && count > 0 ? iov[0].iov_len : 0;
-}
+/* One buffer as an iovec array of one. */
+#define ONE(buf, len) (&(struct iovec){ (void *)(buf), (len) })
 
 static size_t iov_total(const struct iovec *iov, int count)
 {
@@ -73,24 +71,25 @@ static size_t iov_total(const struct iovec *iov, int count)
 
 static ssize_t hook_send(int fd, const void *buf, size_t len, int flags)
 {
-	SEND_LIKE(ssize_t, fd, buf, len, agile__libc.send(fd, buf, len, flags));
+	SEND_LIKE(ssize_t, fd, ONE(buf, len), 1,
+	          agile__libc.send(fd, buf, len, flags));
 }
 
 static ssize_t hook_sendto(int fd, const void *buf, size_t len, int flags,
                            const struct sockaddr *addr, socklen_t addrlen)
 {
-	SEND_LIKE(ssize_t, fd, buf, len,
+	SEND_LIKE(ssize_t, fd, ONE(buf, len), 1,
 	          agile__libc.sendto(fd, buf, len, flags, addr, addrlen));
 }
 
 static ssize_t hook_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	SEND_LIKE(ssize_t, fd,
-	          msg ? iov_first(msg->msg_iov, (int)msg->msg_iovlen) : NULL,
-	          msg ? iov_first_len(msg->msg_iov, (int)msg->msg_iovlen) : 0,
+	SEND_LIKE(ssize_t, fd, msg ? msg->msg_iov : NULL,
+	          msg ? (int)msg->msg_iovlen : 0,
 	          agile__libc.sendmsg(fd, msg, flags));
 }
 
+/* Several messages: no one run of bytes to read. */
 static int hook_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n,
                          int flags)
 {
@@ -99,16 +98,16 @@ static int hook_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n,
 
 static ssize_t hook_write(int fd, const void *buf, size_t len)
 {
-	SEND_LIKE(ssize_t, fd, buf, len, agile__libc.write(fd, buf, len));
+	SEND_LIKE(ssize_t, fd, ONE(buf, len), 1,
+	          agile__libc.write(fd, buf, len));
 }
 
 static ssize_t hook_writev(int fd, const struct iovec *iov, int count)
 {
-	SEND_LIKE(ssize_t, fd, iov_first(iov, count), iov_first_len(iov, count),
-	          agile__libc.writev(fd, iov, count));
+	SEND_LIKE(ssize_t, fd, iov, count, agile__libc.writev(fd, iov, count));
 }
 
-/* The request comes from a file: nothing for proto=http to read. */
+/* The request comes from a file: nothing to read. */
 static ssize_t hook_sendfile(int out_fd, int in_fd, off_t *offset,
                              size_t count)
 {
@@ -124,21 +123,21 @@ static ssize_t hook_splice(int fd_in, loff_t *off_in, int fd_out,
 		SEND_LIKE(ssize_t, fd_out, NULL, 0,
 		          agile__libc.splice(fd_in, off_in, fd_out, off_out,
 		                             len, flags));
-	RECV_LIKE(ssize_t, fd_in, len, NULL, 0,
+	RECV_LIKE(ssize_t, fd_in, len, NULL, 0, false,
 	          agile__libc.splice(fd_in, off_in, fd_out, off_out, len,
 	                             flags));
 }
 
 static ssize_t hook_recv(int fd, void *buf, size_t len, int flags)
 {
-	RECV_LIKE(ssize_t, fd, len, buf, len,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
 	          agile__libc.recv(fd, buf, len, flags));
 }
 
 static ssize_t hook_recvfrom(int fd, void *buf, size_t len, int flags,
                              struct sockaddr *addr, socklen_t *addrlen)
 {
-	RECV_LIKE(ssize_t, fd, len, buf, len,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
 	          agile__libc.recvfrom(fd, buf, len, flags, addr, addrlen));
 }
 
@@ -146,39 +145,39 @@ static ssize_t hook_recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	RECV_LIKE(ssize_t, fd, msg ? iov_total(msg->msg_iov,
 	                                       (int)msg->msg_iovlen) : 0,
-	          msg ? iov_first(msg->msg_iov, (int)msg->msg_iovlen) : NULL,
-	          msg ? iov_first_len(msg->msg_iov, (int)msg->msg_iovlen) : 0,
-	          agile__libc.recvmsg(fd, msg, flags));
+	          msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0,
+	          flags & MSG_PEEK, agile__libc.recvmsg(fd, msg, flags));
 }
 
 static int hook_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n,
                          int flags, struct timespec *timeout)
 {
-	RECV_LIKE(int, fd, (size_t)n, NULL, 0,
+	RECV_LIKE(int, fd, (size_t)n, NULL, 0, flags & MSG_PEEK,
 	          agile__libc.recvmmsg(fd, vec, n, flags, timeout));
 }
 
 static ssize_t hook_read(int fd, void *buf, size_t len)
 {
-	RECV_LIKE(ssize_t, fd, len, buf, len, agile__libc.read(fd, buf, len));
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, false,
+	          agile__libc.read(fd, buf, len));
 }
 
 static ssize_t hook_readv(int fd, const struct iovec *iov, int count)
 {
-	RECV_LIKE(ssize_t, fd, iov_total(iov, count), iov_first(iov, count),
-	          iov_first_len(iov, count), agile__libc.readv(fd, iov, count));
+	RECV_LIKE(ssize_t, fd, iov_total(iov, count), iov, count, false,
+	          agile__libc.readv(fd, iov, count));
 }
 
 static ssize_t hook_read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-	RECV_LIKE(ssize_t, fd, len, buf, len,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, false,
 	          agile__libc.read_chk(fd, buf, len, buflen));
 }
 
 static ssize_t hook_recv_chk(int fd, void *buf, size_t len, size_t buflen,
                              int flags)
 {
-	RECV_LIKE(ssize_t, fd, len, buf, len,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
 	          agile__libc.recv_chk(fd, buf, len, buflen, flags));
 }
 
@@ -186,7 +185,7 @@ static ssize_t hook_recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
                                  int flags, struct sockaddr *addr,
                                  socklen_t *addrlen)
 {
-	RECV_LIKE(ssize_t, fd, len, buf, len,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
 	          agile__libc.recvfrom_chk(fd, buf, len, buflen, flags, addr,
 	                                   addrlen));
 }

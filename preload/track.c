@@ -377,6 +377,9 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	t->response_ns = 0;
 	t->inode = socket_inode(fd);
 	t->peer = 0;
+	agile__tls_reset(&t->tls);
+	t->tls_start_ns = 0;
+	t->tls_end_ns = 0;
 	__atomic_store_n(&t->grant_ns, agile__destinations_take(dest, s, now),
 	                 __ATOMIC_RELEASE);
 	store8(&t->tracked, 1);
@@ -404,7 +407,35 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	return rc;
 }
 
-int64_t agile__track_before_send(struct agile_fd *t)
+static void tls_answer_held(struct agile_fd *t, struct agile_state_slot *s,
+                            int64_t now);
+
+static size_t iov_total(const struct iovec *iov, int count)
+{
+	size_t n = 0;
+
+	for (int i = 0; iov != NULL && i < count; i++)
+		n += iov[i].iov_len;
+	return n;
+}
+
+/* Would sending these bytes start a request (or the handshake), and so
+ * possibly wait for a grant?  TLS handshake records, alerts and TLS 1.3's
+ * close_notify do not (tls.h); every send on a plain socket may. */
+static bool may_start_request(const struct agile_fd *t,
+                              const struct iovec *iov, int count)
+{
+	uint8_t stage = agile__tls_stage(&t->tls);
+
+	if (stage == AGILE_TLS_OFF || stage == AGILE_TLS_UNKNOWN)
+		return true;
+	return agile__tls_classify(&t->tls, iov, count,
+	                           iov_total(iov, count)) >=
+	       AGILE_TLS_SEND_HELLO;
+}
+
+int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
+                                 int count)
 {
 	int saved = errno;
 	uint8_t request = load8(&t->request);
@@ -421,6 +452,11 @@ int64_t agile__track_before_send(struct agile_fd *t)
 	agile__enter();
 	s = slot_of(t);
 	now = agile__now_ns();
+	/* The client speaks again: a round trip the ticket rule held open
+	 * ends where it was first answered. */
+	tls_answer_held(t, s, now);
+	if (!may_start_request(t, iov, count))
+		request = AGILE_REQ_IN_FLIGHT; /* nothing to wait for */
 	switch (request) {
 	case AGILE_REQ_NEEDS_GRANT: {
 		/* pace=request: a new request on a kept-alive connection.
@@ -451,9 +487,12 @@ int64_t agile__track_before_send(struct agile_fd *t)
 }
 
 void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
-                             int64_t start_ns, const void *data,
-                             size_t data_len)
+                             int64_t start_ns, const struct iovec *iov,
+                             int count)
 {
+	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
+	size_t data_len = iov != NULL && count > 0 ? iov[0].iov_len : 0;
+	bool plain = true;
 	uint8_t request;
 
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
@@ -474,13 +513,23 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 	if (result == 0)
 		return;
 	store8(&t->phase, AGILE_FD_CONNECTED);
+	if (agile__tls_stage(&t->tls) != AGILE_TLS_OFF) {
+		enum agile_tls_send sent = agile__tls_sent(&t->tls, iov, count,
+		                                           (size_t)result);
+
+		/* Handshake records, an alert, close_notify: no request. */
+		if (sent < AGILE_TLS_SEND_HELLO)
+			return;
+		plain = sent == AGILE_TLS_SEND_PLAIN;
+	}
 	request = load8(&t->request);
 	if (request != AGILE_REQ_IN_FLIGHT) {
 		const struct agile_resilience_config *c =
 			&agile__destinations_rule(t->dest)->resilience;
 
-		/* proto=http: is the request to an excluded path? */
-		if (c->http)
+		/* proto=http: is the request to an excluded path?  (Not over
+		 * TLS, whose requests are not readable.) */
+		if (c->http && plain)
 			agile__http_request(t, c, data,
 			                    data_len < (size_t)result
 			                    ? data_len : (size_t)result);
@@ -567,12 +616,121 @@ static void answered(struct agile_fd *t, struct agile_state_slot *s,
 	}
 }
 
-void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
-                             size_t asked, const void *data, size_t data_len)
+/*
+ * The first request of a TLS 1.3 connection usually goes out before the
+ * server's NewSessionTickets, its answer to the client's Finished, have
+ * arrived; taken as the response they would end the round trip early, at
+ * the handshake's echo, however long the request itself takes.  So that
+ * request (AGILE_TLS_TICKET_RULE) is answered at the server's first record
+ * as far as pacing goes (the next request takes a grant), but its round
+ * trip is held open until a record arrives that is not as long as that
+ * first one: a server's tickets all have one length (tls.c leaves records
+ * of that length out of AGILE_TLS_RECV_RESPONSE), its response's records
+ * another.  When none comes before the client's next send, close or end
+ * of file, the round trip ends at the first record: there were no tickets
+ * and the response was one record, or tickets and response came together.
+ * No timing is involved: Python's server, with Nagle's algorithm against
+ * the client's delayed ACK, sends its second ticket 40 ms after the first,
+ * and a response's header and body records may come as far apart.  What
+ * this gets wrong: a server that sends no tickets is measured to the second
+ * record of its response, late by the time between the two when they come
+ * apart (a streamed body), and a response as long as the tickets is
+ * skipped.
+ */
+
+/* End the round trip the ticket rule holds, if any, at tls_end_ns.  With
+ * none held and no request in flight, the rule did not take hold (the
+ * first request was answered some other way): it is dropped. */
+static void tls_answer_held(struct agile_fd *t, struct agile_state_slot *s,
+                            int64_t now)
 {
+	int64_t start;
+
+	if (__atomic_load_n(&t->tls_start_ns, __ATOMIC_RELAXED) == 0) {
+		if ((agile__tls_flags(&t->tls) & AGILE_TLS_TICKET_RULE) &&
+		    load8(&t->request) != AGILE_REQ_IN_FLIGHT)
+			__atomic_fetch_and(&t->tls.flags,
+			                   (uint16_t)~AGILE_TLS_TICKET_RULE,
+			                   __ATOMIC_RELAXED);
+		return;
+	}
+	start = __atomic_exchange_n(&t->tls_start_ns, 0, __ATOMIC_ACQ_REL);
+	if (start == 0)
+		return;
+	__atomic_fetch_and(&t->tls.flags, (uint16_t)~AGILE_TLS_TICKET_RULE,
+	                   __ATOMIC_RELAXED);
+	answered(t, s, __atomic_load_n(&t->tls_end_ns, __ATOMIC_RELAXED) -
+	         start, now, NULL, 0);
+}
+
+/* Server records arrived on a TLS connection (tls.h): the handshake's
+ * answer, the end of TLS 1.3's client flight, a response. */
+static void tls_received(struct agile_fd *t, unsigned bits)
+{
+	struct agile_fd *r = request_owner(t);
+	struct agile_state_slot *s;
+	int64_t now, start, end, seen;
+
+	if ((load8(&r->request) == AGILE_REQ_IN_FLIGHT ||
+	     load8(&t->phase) == AGILE_FD_CONNECTING) && !still_tracked(t))
+		return;
+	agile__enter();
+	s = slot_of(t);
+	store8(&t->phase, AGILE_FD_CONNECTED);
+	now = agile__now_ns();
+	if ((bits & AGILE_TLS_RECV_HELLO_ANSWER) && claim_request(r) != 0) {
+		/* No sample: the handshake's round trip is not the
+		 * downstream's answer to a request.  The connection's grant
+		 * also covers its first application request. */
+		__atomic_store_n(&r->response_ns, 0, __ATOMIC_RELEASE);
+		store8(&r->request, AGILE_REQ_FREE);
+	}
+	if (bits & AGILE_TLS_RECV_LATE_FINISH) {
+		/* The first request may have gone out inside what was taken
+		 * for the client's flight: the next one takes a grant. */
+		uint8_t expected = AGILE_REQ_FREE;
+
+		__atomic_compare_exchange_n(&r->request, &expected,
+		                            answered_state(r), false,
+		                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	}
+	if (bits & AGILE_TLS_RECV_GOODBYE_ANSWERED)
+		/* What was taken for close_notify was a request that waited
+		 * for no grant: it spends one now. */
+		(void)agile__destinations_take(t->dest, s, now);
+	if ((bits & AGILE_TLS_RECV_RESPONSE) &&
+	    (start = claim_request(r)) != 0) {
+		end = now;
+		seen = __atomic_exchange_n(&r->response_ns, 0, __ATOMIC_ACQ_REL);
+		if (seen != 0 && seen >= start && seen < now)
+			end = seen;
+		if (agile__tls_flags(&t->tls) & AGILE_TLS_TICKET_RULE) {
+			__atomic_store_n(&t->tls_end_ns, end, __ATOMIC_RELAXED);
+			__atomic_store_n(&t->tls_start_ns, start,
+			                 __ATOMIC_RELEASE);
+		} else {
+			answered(r, s, end - start, now, NULL, 0);
+		}
+	} else if ((bits & AGILE_TLS_RECV_RESPONSE) &&
+	           __atomic_load_n(&t->tls_start_ns, __ATOMIC_RELAXED) != 0) {
+		/* The ticket rule: a record not as long as the tickets. */
+		__atomic_store_n(&t->tls_end_ns, now, __ATOMIC_RELAXED);
+		tls_answer_held(t, s, now);
+	}
+	agile__destinations_tick(s, now);
+	agile__leave();
+}
+
+void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
+                             size_t asked, const struct iovec *iov, int count,
+                             bool peek)
+{
+	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
+	size_t data_len = iov != NULL && count > 0 ? iov[0].iov_len : 0;
 	struct agile_state_slot *s;
 	struct agile_fd *r;
 	int64_t start, now, seen;
+	uint8_t stage;
 
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
 		agile__inbound_after_recv(t, result, data, data_len);
@@ -585,6 +743,20 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	}
 	if (result == 0 && asked == 0)
 		return;
+	stage = agile__tls_stage(&t->tls);
+	if (result > 0 && stage != AGILE_TLS_OFF &&
+	    !(peek && stage == AGILE_TLS_UNKNOWN)) {
+		/* A peek leaves the bytes for the read that follows it. */
+		unsigned bits = peek ? 0 : agile__tls_received(&t->tls, iov,
+		                                               count,
+		                                               (size_t)result);
+
+		if (!(bits & AGILE_TLS_RECV_PLAIN)) {
+			tls_received(t, bits);
+			errno = error;
+			return;
+		}
+	}
 	/* This read may end a request (its own or its duplicate's) or
 	 * classify a connect. */
 	r = request_owner(t);
@@ -595,6 +767,10 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	}
 	agile__enter();
 	s = slot_of(t);
+	if (result <= 0)
+		/* End of file or reset: a round trip the ticket rule held
+		 * open was answered. */
+		tls_answer_held(t, s, agile__now_ns());
 	if (result < 0 && is_unreachable(error) &&
 	    load8(&t->phase) == AGILE_FD_CONNECTING) {
 		connect_failed(t, s, error);
@@ -671,12 +847,15 @@ void agile__track_shutdown(struct agile_fd *t, int how)
 
 	/* SHUT_WR after a request is how HTTP/1.0 clients and netcat say
 	 * "that was all": the response is still coming. */
-	if ((how == SHUT_RD || how == SHUT_RDWR) &&
-	    !(load8(&t->flags) & AGILE_FD_INBOUND)) {
-		agile__enter();
-		truncate_request(t);
-		agile__leave();
+	if (load8(&t->flags) & AGILE_FD_INBOUND) {
+		errno = saved;
+		return;
 	}
+	agile__enter();
+	tls_answer_held(t, slot_of(t), agile__now_ns());
+	if (how == SHUT_RD || how == SHUT_RDWR)
+		truncate_request(t);
+	agile__leave();
 	errno = saved;
 }
 
@@ -688,10 +867,12 @@ void agile__track_close(int fd, struct agile_fd *t)
 	/* An unwaited grant is simply spent: the connection was made (the
 	 * downstream saw it), and sleeping in close() would only stall the
 	 * program, e.g. when it drops the loser of a happy-eyeballs race. */
-	if (load8(&t->flags) & AGILE_FD_INBOUND)
+	if (load8(&t->flags) & AGILE_FD_INBOUND) {
 		agile__inbound_close(t); /* a listener's connection */
-	else
+	} else {
+		tls_answer_held(t, slot_of(t), agile__now_ns());
 		truncate_request(t);
+	}
 	agile__resilience_close(t); /* its permit, its breaker call */
 	agile__fd_untrack(fd);
 	agile__leave();
@@ -734,6 +915,15 @@ void agile__track_dup(int oldfd, int newfd)
 		to->response_ns = __atomic_exchange_n(&from->response_ns, 0,
 		                                      __ATOMIC_ACQ_REL);
 		to->inode = from->inode;
+		/* The new number follows the connection's TLS records; the
+		 * old one, if the program goes on using it, falls back to the
+		 * byte-level rules rather than walk half the records. */
+		memcpy(&to->tls, &from->tls, sizeof(to->tls));
+		__atomic_store_n(&from->tls.stage, AGILE_TLS_OFF,
+		                 __ATOMIC_RELAXED);
+		to->tls_end_ns = from->tls_end_ns;
+		to->tls_start_ns = __atomic_exchange_n(&from->tls_start_ns, 0,
+		                                       __ATOMIC_ACQ_REL);
 		to->peer = oldfd + 1;
 		__atomic_store_n(&from->peer, newfd + 1, __ATOMIC_RELAXED);
 		if (to->request == AGILE_REQ_IN_FLIGHT &&

@@ -31,6 +31,15 @@
  *                  entry behind; the socket's inode, recorded at connect, is
  *                  compared with the fd's before a request is paced, started
  *                  or ended, and a stale entry is forgotten.
+ *   TLS            a connection that starts with a ClientHello is followed
+ *                  by its record headers (tls.h): the ClientHello is the
+ *                  first send above, the handshake's answer ends it without
+ *                  a sample, and the first application request rides on
+ *                  the connect's grant (AGILE_REQ_FREE); handshake records,
+ *                  alerts and close_notify neither wait nor start a request;
+ *                  a request's answer is an application-data record (for a
+ *                  TLS 1.3 connection's first request, by the ticket rule
+ *                  in track.c).  Where tls.h gives up, the rules above.
  *   close/shutdown with a request outstanding: truncated(elapsed).  EOF or
  *                  ECONNRESET on a read with a request outstanding is the
  *                  same.  EINTR and EAGAIN record nothing.
@@ -38,33 +47,37 @@
 #ifndef AGILE_PRELOAD_TRACK_H
 #define AGILE_PRELOAD_TRACK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "fdtable.h"
 
 /* The whole connect() hook: match, pace, call libc, classify. */
 int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len);
 
-/* Before a send/write on a tracked fd: wait for a grant when one is due.
- * Returns the time the real call starts, or -1 when the fd turned out not to
- * be the tracked socket any more (closed where no hook saw it, its number
- * reused): the entry is forgotten and the hook passes the call through. */
-int64_t agile__track_before_send(struct agile_fd *t);
-/* After it: `result` is its return value (> 0 means data went out) and
- * `error` its errno when it failed.  `data` is the call's first buffer
- * (data_len bytes of it; NULL when there is none to read, as for
- * sendmmsg), which proto=http reads the request line from. */
+/* Before a send/write on a tracked fd of the bytes in iov[0..count) (NULL
+ * when they are not in memory): wait for a grant when one is due.  Returns
+ * the time the real call starts, or -1 when the fd turned out not to be the
+ * tracked socket any more (closed where no hook saw it, its number reused):
+ * the entry is forgotten and the hook passes the call through. */
+int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
+                                 int count);
+/* After it: `result` is its return value (> 0 means that many of the bytes
+ * went out) and `error` its errno when it failed.  The TLS walker reads
+ * the bytes sent, proto=http the request line in the first buffer. */
 void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
-                             int64_t start_ns, const void *data,
-                             size_t data_len);
-/* After a recv/read: `result` > 0 is data, 0 is end of file (only when
- * `asked` > 0), < 0 failed with `error`.  `data` and data_len as for a
- * send: where proto=http reads the status line. */
+                             int64_t start_ns, const struct iovec *iov,
+                             int count);
+/* After a recv/read into iov[0..count): `result` > 0 is data, 0 is end of
+ * file (only when `asked` > 0), < 0 failed with `error`.  `peek`: MSG_PEEK
+ * left the bytes to be read again.  proto=http reads the status line from
+ * the first buffer. */
 void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
-                             size_t asked, const void *data,
-                             size_t data_len);
+                             size_t asked, const struct iovec *iov, int count,
+                             bool peek);
 /* fdopen() wrapped the socket in a stdio stream, whose reads and writes run
  * inside libc where no hook sees them: its grant is waited for now, so the
  * connection is paced even though its requests cannot be. */
