@@ -83,6 +83,14 @@ struct agile_fd *agile__fd_entry(int fd)
 	return &table[fd];
 }
 
+/* One relaxed atomic add per tracked connection; 0 is never handed out. */
+static uint64_t last_conn_id;
+
+uint64_t agile__fd_new_conn_id(void)
+{
+	return __atomic_add_fetch(&last_conn_id, 1, __ATOMIC_RELAXED);
+}
+
 void agile__fd_untrack(int fd)
 {
 	struct agile_fd *table = __atomic_load_n(&agile__fd_table,

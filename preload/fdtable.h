@@ -12,13 +12,42 @@
  * destination never allocates it.  An fd beyond the table (the program
  * raised its limit past the hard limit seen at start-up) is left untracked.
  *
- * A socket can also be closed where no hook sees it: fclose() of a stream
- * made with fdopen() closes the descriptor inside libc, and a program may
- * make the close or close_range system call itself.  Its entry then outlives
- * it, and the number may be reused by a file, a pipe or a new socket; so
- * track.c compares the inode recorded at connect with the descriptor's own
- * before it paces, starts or ends a request, and forgets an entry that no
- * longer matches.
+ * A socket can also be closed where no hook sees it, and its number reused
+ * by a file, a pipe or a new socket; its entry must not outlive it.  For a
+ * dynamically linked program the ways are few, and each is handled where it
+ * happens rather than checked for on every request:
+ *   - fclose() of a stream made with fdopen() closes the descriptor inside
+ *     libc: fclose is hooked (hooks_socket.c) and closes the entry first.
+ *   - The other stdio path that closes a stream's descriptor inside libc,
+ *     freopen() (glibc opens the new file and dup3()s it onto the stream's
+ *     number), and any a future libc adds, are not hooked one by one:
+ *     fdopen() marks the entry AGILE_FD_STDIO and records the socket's
+ *     inode, and only marked entries have their inode compared with the
+ *     descriptor's own (one fstat) before a request is paced, started or
+ *     ended (track.c).  (glibc's fcloseall() flushes streams but closes
+ *     no descriptor.)
+ *   - syscall(SYS_close), SYS_close_range, SYS_dup2 and SYS_dup3 made
+ *     through libc's syscall(): syscall is hooked for those numbers and
+ *     does what close, close_range, dup2 and dup3 do.
+ *   - close_range() and closefrom() are hooked like close().
+ *   - A vfork child's closes are its own descriptors', not its parent's
+ *     (process.h); they leave the table alone.
+ * What remains unseen is what every other hook misses too: system calls
+ * made with the syscall instruction itself (Go, a second C library) and
+ * io_uring, whose sends and receives the preload never sees either.
+ *
+ * Rejected: comparing every entry's inode with fstat() before each request
+ * (as the preload did first).  It caught all of these at once, but cost two
+ * system calls per request and four per connection-per-request: +11-13% of
+ * the client's CPU per request in scripts/bench-overhead (redis-benchmark
+ * PING, ab against nginx), where the whole rest of the matched path costs
+ * 1-3%.  getsockopt(SO_COOKIE) would cost the same system call.  Hooking
+ * every call that creates a descriptor (open, openat, pipe, socket, accept,
+ * eventfd, memfd_create, recvmsg with SCM_RIGHTS, ...) to forget a stale
+ * entry when its number comes back is a long list that a raw system call
+ * still bypasses, and costs every process on every open.  An epoch that
+ * invalidates entries has nothing to count: every close the preload can
+ * see is handled directly above.
  *
  * Entries are read and written with relaxed atomics: the usual owner of a
  * socket is one thread, but a reader thread and a writer thread may share
@@ -64,6 +93,9 @@ enum agile_fd_request {
                                      responses written, nothing is paced */
 #define AGILE_FD_SHED_OPEN 0x10   /* inbound: a shed=cpu call awaits its
                                      outcome */
+#define AGILE_FD_STDIO 0x20       /* handed to stdio by fdopen(): may be
+                                     closed inside libc, so stdio_inode is
+                                     checked before the entry is trusted */
 
 struct agile_fd {
 	uint8_t tracked;          /* 1: a matched stream socket */
@@ -79,9 +111,14 @@ struct agile_fd {
 	int32_t permit;           /* concurrency permit held (index + 1) by
 	                             this descriptor's process; 0 none */
 	int32_t permit_tid;       /* the thread that acquired it */
-	uint64_t inode;           /* the socket's inode (fstat st_ino): tells
-	                             it from a file or socket that reused the
-	                             number after a close the hooks did not see */
+	uint64_t conn_id;         /* which connection this is, unique in the
+	                             process and shared by its duplicates: tells
+	                             a duplicate from a new socket that reused
+	                             the peer's number (track.c) */
+	uint64_t stdio_inode;     /* AGILE_FD_STDIO: the socket's inode (fstat
+	                             st_ino) at fdopen(), compared with the
+	                             descriptor's own to notice a close inside
+	                             libc */
 	int32_t peer;             /* fd + 1 of the last descriptor this one was
 	                             duplicated from or to; 0 none */
 	struct agile_tls tls;     /* the connection's TLS records (tls.h) */
@@ -116,6 +153,9 @@ static inline struct agile_fd *agile__fd_lookup(int fd)
 /* The entry for `fd`, mapping the table on first use; NULL when the table
  * cannot be mapped or fd is beyond it. */
 struct agile_fd *agile__fd_entry(int fd);
+
+/* A new connection id (see conn_id), for an entry being tracked. */
+uint64_t agile__fd_new_conn_id(void);
 
 /* Forget `fd` (closed, or reconnected elsewhere). */
 void agile__fd_untrack(int fd);

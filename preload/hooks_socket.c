@@ -1,8 +1,12 @@
 /*
  * hooks_socket.c - the hooks that create, inspect, duplicate and end a
  * socket's life: connect, getsockopt, shutdown, close, close_range,
- * closefrom, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC), and fdopen,
- * which hands a socket to stdio.
+ * closefrom, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC); fdopen, which
+ * hands a socket to stdio, and fclose, which closes it there; and syscall()
+ * for the numbers that close or replace a descriptor.  Together they see
+ * every close a dynamically linked program makes through libc (fdtable.h
+ * lists the paths), so no request has to ask whether its socket is still
+ * the one that was tracked.
  *
  * Each exported function is a one-line forwarder to a static one holding
  * the logic; the exported set is fixed by preload.map.
@@ -16,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -68,13 +73,45 @@ static int hook_shutdown(int fd, int how)
 	return agile__libc.shutdown(fd, how);
 }
 
-static int hook_close(int fd)
+/* fd, tracked as t, is about to be closed, by whichever call. */
+static void closing(int fd, struct agile_fd *t)
 {
-	struct agile_fd *t = agile__hook_tracked(fd);
-
 	if (t != NULL && !agile__in_vfork_child())
 		agile__track_close(fd, t);
+}
+
+static int hook_close(int fd)
+{
+	closing(fd, agile__hook_tracked(fd));
 	return agile__libc.close(fd);
+}
+
+/* fclose() closes the stream's descriptor inside libc, where the close hook
+ * does not see it: the entry is closed here first, as close() would. */
+static int hook_fclose(FILE *stream)
+{
+	agile__bind();
+	if (stream != NULL && !agile__busy &&
+	    __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE) != NULL) {
+		int saved = errno;
+		int fd = fileno(stream); /* -1 for a stream without one */
+
+		errno = saved;
+		closing(fd, agile__fd_lookup(fd));
+	}
+	return agile__libc.fclose(stream);
+}
+
+/* After close_range(first, last, flags) succeeded. */
+static void closed_range(unsigned int first, unsigned int last, int flags)
+{
+	int saved = errno;
+
+	if (!(flags & CLOSE_RANGE_CLOEXEC) && !agile__in_vfork_child()) {
+		agile__resilience_forget_range(first, last); /* permits */
+		agile__fd_untrack_range(first, last);
+	}
+	errno = saved;
 }
 
 static int hook_close_range(unsigned int first, unsigned int last, int flags)
@@ -83,18 +120,12 @@ static int hook_close_range(unsigned int first, unsigned int last, int flags)
 
 	agile__bind();
 	if (agile__libc.close_range == NULL)
-		rc = (int)syscall(SYS_close_range, first, last, flags);
+		rc = (int)agile__next_syscall()(SYS_close_range, first, last,
+		                                flags);
 	else
 		rc = agile__libc.close_range(first, last, flags);
-	if (rc == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) {
-		int saved = errno;
-
-		if (!agile__in_vfork_child()) {
-			agile__resilience_forget_range(first, last); /* permits */
-			agile__fd_untrack_range(first, last);
-		}
-		errno = saved;
-	}
+	if (rc == 0)
+		closed_range(first, last, flags);
 	return rc;
 }
 
@@ -112,7 +143,7 @@ static void hook_closefrom(int lowfd)
 	if (agile__libc.closefrom != NULL)
 		agile__libc.closefrom(lowfd);
 	else
-		(void)syscall(SYS_close_range, lowfd, ~0U, 0);
+		(void)agile__next_syscall()(SYS_close_range, lowfd, ~0U, 0);
 }
 
 /* After a successful duplication onto newfd, which may have been a tracked
@@ -179,6 +210,50 @@ static int hook_fcntl(int (*real)(int, int, ...), int fd, int cmd,
 	return rc;
 }
 
+/*
+ * syscall(number, ...): close, close_range, dup2 and dup3 made through libc's
+ * syscall() get what their hooks do; every other number passes straight
+ * through.  Nothing is bound or looked up until a socket has been tracked
+ * (no table, nothing to forget), so the allocators and start-up code that
+ * call syscall() pay one load and a branch.  The arguments are the six
+ * longs syscall() passes to the kernel, read whether or not the caller
+ * passed them all, as every syscall() wrapper does; a descriptor argument
+ * is an int, its low 32 bits, as the kernel reads it.
+ */
+static long hook_syscall(long number, const long a[6])
+{
+	long (*next)(long, ...) = agile__next_syscall();
+	struct agile_fd *replaced;
+	long rc;
+
+	if (agile__busy ||
+	    __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE) == NULL)
+		return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+	switch (number) {
+	case SYS_close:
+		closing((int)a[0], agile__fd_lookup((int)a[0]));
+		break;
+	case SYS_close_range:
+		rc = next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+		if (rc == 0)
+			closed_range((unsigned int)a[0], (unsigned int)a[1],
+			             (int)a[2]);
+		return rc;
+#ifdef SYS_dup2
+	case SYS_dup2:
+#endif
+	case SYS_dup3:
+		replaced = agile__fd_lookup((int)a[1]);
+		rc = next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+		if (rc >= 0)
+			duplicated((int)a[0], (int)a[1], replaced);
+		return rc;
+	default:
+		break;
+	}
+	return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
 AGILE_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	return hook_connect(fd, addr, len);
@@ -193,6 +268,11 @@ AGILE_EXPORT int getsockopt(int fd, int level, int name, void *value,
 AGILE_EXPORT FILE *fdopen(int fd, const char *mode)
 {
 	return hook_fdopen(fd, mode);
+}
+
+AGILE_EXPORT int fclose(FILE *stream)
+{
+	return hook_fclose(stream);
 }
 
 AGILE_EXPORT int shutdown(int fd, int how)
@@ -252,4 +332,16 @@ AGILE_EXPORT int fcntl64(int fd, int cmd, ...)
 	va_end(ap);
 	agile__bind();
 	return hook_fcntl(agile__libc.fcntl64, fd, cmd, arg);
+}
+
+AGILE_EXPORT long syscall(long number, ...)
+{
+	va_list ap;
+	long a[6];
+
+	va_start(ap, number);
+	for (int i = 0; i < 6; i++)
+		a[i] = va_arg(ap, long);
+	va_end(ap);
+	return hook_syscall(number, a);
 }

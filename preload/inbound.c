@@ -55,7 +55,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -242,7 +241,6 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	struct agile_state_resilience *z;
 	struct agile_state_slot *s;
 	struct agile_fd *t;
-	struct stat st;
 	bool shed_open = false;
 	int saved = errno;
 	int32_t permit;
@@ -316,7 +314,9 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	t->response_ns = 0;
 	t->permit = permit;
 	t->permit_tid = 0;
-	t->inode = fstat(fd, &st) == 0 ? (uint64_t)st.st_ino : 0;
+	t->conn_id = agile__fd_new_conn_id();
+	t->stdio_inode = 0;
+	t->peer = 0;
 	__atomic_store_n(&t->tracked, 1, __ATOMIC_RELEASE);
 	agile__add_u64(&s->connects, 1);
 	agile__leave();

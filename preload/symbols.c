@@ -57,6 +57,7 @@ static void bind_all(void)
 	BIND(fcntl64, "fcntl64");
 	BIND(getsockopt, "getsockopt");
 	BIND(fdopen, "fdopen");
+	BIND(fclose, "fclose");
 	BIND(accept, "accept");
 	BIND(accept4, "accept4");
 	BIND(getaddrinfo, "getaddrinfo");
@@ -67,6 +68,21 @@ static void bind_all(void)
 	agile__process_register_atfork();
 	__atomic_store_n(&agile__bound, 1, __ATOMIC_RELEASE);
 	agile__leave();
+}
+
+/* Threads racing to look it up store the same address. */
+static long (*next_syscall)(long, ...);
+
+long (*agile__next_syscall(void))(long, ...)
+{
+	long (*next)(long, ...) = __atomic_load_n(&next_syscall,
+	                                          __ATOMIC_ACQUIRE);
+
+	if (next == NULL) {
+		*(void **)&next = dlsym(RTLD_NEXT, "syscall");
+		__atomic_store_n(&next_syscall, next, __ATOMIC_RELEASE);
+	}
+	return next;
 }
 
 void agile__bind_slow(void)

@@ -59,6 +59,7 @@ struct agile_libc {
 	int (*fcntl64)(int, int, ...);
 	int (*getsockopt)(int, int, int, void *, socklen_t *);
 	FILE *(*fdopen)(int, const char *);
+	int (*fclose)(FILE *);
 	int (*accept)(int, struct sockaddr *, socklen_t *);   /* inbound.c */
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*getaddrinfo)(const char *, const char *, const struct addrinfo *,
@@ -84,6 +85,13 @@ static inline void agile__bind(void)
 	if (!__atomic_load_n(&agile__bound, __ATOMIC_ACQUIRE))
 		agile__bind_slow();
 }
+
+/* The next syscall(), looked up on first use apart from the table: the
+ * syscall hook must not bind the whole table, because syscall() is what
+ * allocators and other low-level code call while the process is still
+ * starting up (jemalloc reads its settings that way), possibly from inside
+ * the binding itself, where pthread_once would wait on itself. */
+long (*agile__next_syscall(void))(long, ...);
 
 /* Enter and leave preload-internal code (see agile__busy). */
 static inline void agile__enter(void) { agile__busy++; }

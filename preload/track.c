@@ -83,17 +83,23 @@ static uint64_t socket_inode(int fd)
 }
 
 /*
- * Is `t` still the entry of the socket its descriptor refers to?  Not when
- * the socket was closed where no hook saw it (see fdtable.h) and the number
- * reused: the entry is then forgotten, and the caller treats the descriptor
- * as untracked.  One fstat(), asked only where a request is paced, started
- * or ended, so a stream of reads inside one response pays nothing.
+ * Is `t` still the entry of the socket its descriptor refers to?  Every
+ * close of a tracked socket is seen by a hook (fdtable.h) except those stdio
+ * makes inside libc on a socket handed to it by fdopen(); only such an entry
+ * (AGILE_FD_STDIO) is checked, with one fstat(), and forgotten when the
+ * number now holds something else.  The caller then treats the descriptor
+ * as untracked.  Asked only where a request is paced, started or ended, so
+ * a stream of reads inside one response pays nothing; an unmarked entry
+ * pays one load.
  */
 static bool still_tracked(struct agile_fd *t)
 {
-	int fd = fd_of(t);
+	int fd;
 
-	if (socket_inode(fd) == t->inode)
+	if (!(load8(&t->flags) & AGILE_FD_STDIO))
+		return true;
+	fd = fd_of(t);
+	if (socket_inode(fd) == t->stdio_inode)
 		return true;
 	agile__enter();
 	agile__resilience_close(t); /* its permit, its breaker call */
@@ -375,7 +381,8 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	t->permit_tid = admission.permit_tid;
 	t->request_start_ns = 0;
 	t->response_ns = 0;
-	t->inode = socket_inode(fd);
+	t->conn_id = agile__fd_new_conn_id();
+	t->stdio_inode = 0;
 	t->peer = 0;
 	agile__tls_reset(&t->tls);
 	t->tls_start_ns = 0;
@@ -557,7 +564,7 @@ static struct agile_fd *request_owner(struct agile_fd *t)
 	if (load8(&t->request) == AGILE_REQ_IN_FLIGHT || peer == 0)
 		return t;
 	p = agile__fd_lookup(peer - 1);
-	if (p == NULL || p->inode != t->inode ||
+	if (p == NULL || p->conn_id != t->conn_id ||
 	    load8(&p->request) != AGILE_REQ_IN_FLIGHT)
 		return t;
 	return p;
@@ -808,6 +815,12 @@ void agile__track_fdopen(struct agile_fd *t)
 	if (!still_tracked(t))
 		return;
 	agile__enter();
+	/* From now on stdio may close the socket where no hook sees it (by
+	 * freopen; fclose is hooked): the inode is recorded before the mark
+	 * that makes still_tracked compare it. */
+	__atomic_store_n(&t->stdio_inode, socket_inode(fd_of(t)),
+	                 __ATOMIC_RELAXED);
+	__atomic_fetch_or(&t->flags, AGILE_FD_STDIO, __ATOMIC_RELEASE);
 	s = slot_of(t);
 	now = settle_grant(t, agile__now_ns());
 	agile__destinations_tick(s, now);
@@ -902,10 +915,13 @@ void agile__track_dup(int oldfd, int newfd)
 		to->dest = from->dest;
 		to->phase = load8(&from->phase);
 		/* The breaker call moves with the request; the permit is
-		 * shared (resilience_hook.c counts its references). */
+		 * shared (resilience_hook.c counts its references).  stdio
+		 * holds the old number, not the new one, so the new one is
+		 * closed only where a hook sees it. */
 		to->flags = __atomic_fetch_and(&from->flags,
 		                               (uint8_t)~AGILE_FD_BREAKER_OPEN,
-		                               __ATOMIC_ACQ_REL);
+		                               __ATOMIC_ACQ_REL) &
+		            (uint8_t)~AGILE_FD_STDIO;
 		agile__resilience_dup(from, to);
 		to->request = load8(&from->request);
 		to->grant_ns = __atomic_exchange_n(&from->grant_ns, 0,
@@ -914,7 +930,8 @@ void agile__track_dup(int oldfd, int newfd)
 			&from->request_start_ns, 0, __ATOMIC_ACQ_REL);
 		to->response_ns = __atomic_exchange_n(&from->response_ns, 0,
 		                                      __ATOMIC_ACQ_REL);
-		to->inode = from->inode;
+		to->conn_id = from->conn_id;
+		to->stdio_inode = 0;
 		/* The new number follows the connection's TLS records; the
 		 * old one, if the program goes on using it, falls back to the
 		 * byte-level rules rather than walk half the records. */

@@ -26,11 +26,14 @@
  *                  once per connection.  The grant is waited for before the
  *                  failure is returned, so a retry loop against a refused
  *                  port is paced like any other caller.
- *   reuse          a socket closed where no hook saw it (fclose of an
- *                  fdopen()ed stream, a raw close system call) leaves its
- *                  entry behind; the socket's inode, recorded at connect, is
- *                  compared with the fd's before a request is paced, started
- *                  or ended, and a stale entry is forgotten.
+ *   reuse          a socket closed where no hook saw it would leave its
+ *                  entry behind for a file, pipe or socket that reuses the
+ *                  number.  Every close is hooked (close, close_range,
+ *                  closefrom, dup2/dup3, fclose, and those numbers through
+ *                  syscall()) except stdio's own inside libc: a socket
+ *                  handed to fdopen() has its inode recorded and compared
+ *                  with the fd's before a request is paced, started or
+ *                  ended, and a stale entry is forgotten (fdtable.h).
  *   TLS            a connection that starts with a ClientHello is followed
  *                  by its record headers (tls.h): the ClientHello is the
  *                  first send above, the handshake's answer ends it without
@@ -80,7 +83,8 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
                              bool peek);
 /* fdopen() wrapped the socket in a stdio stream, whose reads and writes run
  * inside libc where no hook sees them: its grant is waited for now, so the
- * connection is paced even though its requests cannot be. */
+ * connection is paced even though its requests cannot be.  The entry is
+ * marked AGILE_FD_STDIO, since stdio may also close it unseen. */
 void agile__track_fdopen(struct agile_fd *t);
 /* After getsockopt(SO_ERROR) succeeded and reported `so_error`. */
 void agile__track_so_error(struct agile_fd *t, int so_error);

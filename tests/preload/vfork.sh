@@ -8,7 +8,8 @@
 # that for the parent closing its own sockets and forgot them, so after one
 # subprocess.run() a kept-alive connection went unpaced (10 requests at 5/s
 # took 0.46 s instead of 2 s) and unmeasured.  Here a C client (vfork, then
-# close() and dup2() over the connection's number in the child) and a
+# close() and dup2() over the connection's number in the child; and again
+# with syscall(SYS_close) and syscall(SYS_dup3), hooked as well) and a
 # Python client (subprocess.run) each make one request, start /bin/true, and
 # make ten more on the same connection at floor=max=10/s: the ten must take
 # at least 0.8 s (1 s nominal) and all eleven must be samples of one

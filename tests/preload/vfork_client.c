@@ -7,9 +7,11 @@
  * /bin/true the way shells and process libraries do: vfork(), and in the
  * child close every descriptor from 3 up (one close() each, so the
  * connection's number among them) and dup2() /dev/null onto the
- * connection's number before exec.  The child runs in the parent's address
- * space until it execs, so it must not make the preload forget the
- * parent's socket.  Then N more requests on the same connection.
+ * connection's number before exec.  Then once more, the child making the
+ * close and the dup through syscall(SYS_close) and syscall(SYS_dup3), which
+ * the preload also hooks.  The child runs in the parent's address space
+ * until it execs, so it must not make the preload forget the parent's
+ * socket.  Then N more requests on the same connection.
  *
  * Prints the seconds the N requests took.  Exit 0 when every response was
  * read whole.
@@ -23,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,12 +66,43 @@ static void request(int fd)
 	}
 }
 
+/* Run /bin/true in a vfork child that first closes every descriptor from 3
+ * up and puts /dev/null on fd's number: with close() and dup2(), or with
+ * syscall(SYS_close) and syscall(SYS_dup3) when `raw`.  Returns 0 when the
+ * child exited 0. */
+static int spawn_true(int fd, int raw)
+{
+	int status;
+	pid_t pid = vfork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		for (int i = 3; i < 64; i++) {
+			if (i == null)
+				continue;
+			if (raw)
+				syscall(SYS_close, i);
+			else
+				close(i);
+		}
+		if (null >= 0 && raw)
+			syscall(SYS_dup3, null, fd, 0);
+		else if (null >= 0)
+			dup2(null, fd);
+		execl("/bin/true", "true", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in addr = { .sin_family = AF_INET };
-	int fd, n, status;
+	int fd, n;
 	double start;
-	pid_t pid;
 
 	if (argc != 3)
 		return 2;
@@ -82,19 +116,7 @@ int main(int argc, char **argv)
 	}
 	request(fd);
 
-	pid = vfork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR);
-
-		for (int i = 3; i < 64; i++)
-			if (i != null)
-				close(i);
-		if (null >= 0)
-			dup2(null, fd);
-		execl("/bin/true", "true", (char *)NULL);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0) {
+	if (spawn_true(fd, 0) != 0 || spawn_true(fd, 1) != 0) {
 		fprintf(stderr, "the child failed\n");
 		return 4;
 	}
