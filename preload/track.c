@@ -58,11 +58,22 @@ static void store8(uint8_t *p, uint8_t v)
  * the sending thread's sockets are watched; 64 covers any event loop's
  * concurrency that pacing leaves room for, and a socket beyond it is
  * measured at its read as before.
+ *
+ * Every request's first send adds its socket, and the list is pruned only
+ * when the thread waits, so with a ceiling far above the load it holds
+ * every connection of an event loop: finding whether a number is already
+ * in it by walking the list cost redis-benchmark (50 connections) 180 of
+ * the preload's 800 instructions per request.  watch_bits mirrors the list
+ * for the numbers below WATCH_BITS_FDS, so the common case is one bit test;
+ * a higher number is looked for in the list as before.
  */
 #define WATCH_MAX 64
+#define WATCH_BITS_FDS 1024
 static __thread int watch_fds[WATCH_MAX]
 	__attribute__((tls_model("initial-exec")));
 static __thread int watch_count __attribute__((tls_model("initial-exec")));
+static __thread uint64_t watch_bits[WATCH_BITS_FDS / 64]
+	__attribute__((tls_model("initial-exec")));
 
 static int fd_of(const struct agile_fd *t)
 {
@@ -108,13 +119,34 @@ static bool still_tracked(struct agile_fd *t)
 	return false;
 }
 
-static void watch_add(int fd)
+/* Is fd in this thread's list?  Set or clear its bit (fd below
+ * WATCH_BITS_FDS only). */
+static bool watched(int fd)
 {
+	if (fd < WATCH_BITS_FDS)
+		return watch_bits[fd / 64] & (UINT64_C(1) << (fd % 64));
 	for (int i = 0; i < watch_count; i++)
 		if (watch_fds[i] == fd)
-			return;
-	if (watch_count < WATCH_MAX)
+			return true;
+	return false;
+}
+
+static void watch_mark(int fd, bool on)
+{
+	if (fd >= WATCH_BITS_FDS)
+		return;
+	if (on)
+		watch_bits[fd / 64] |= UINT64_C(1) << (fd % 64);
+	else
+		watch_bits[fd / 64] &= ~(UINT64_C(1) << (fd % 64));
+}
+
+static void watch_add(int fd)
+{
+	if (watch_count < WATCH_MAX && !watched(fd)) {
 		watch_fds[watch_count++] = fd;
+		watch_mark(fd, true);
+	}
 }
 
 /* Keep the watched sockets whose response has not been seen; fill pfd. */
@@ -129,8 +161,10 @@ static int watch_prepare(struct pollfd *pfd)
 		if (t == NULL ||
 		    __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
 		    AGILE_REQ_IN_FLIGHT ||
-		    __atomic_load_n(&t->response_ns, __ATOMIC_ACQUIRE) != 0)
+		    __atomic_load_n(&t->response_ns, __ATOMIC_ACQUIRE) != 0) {
+			watch_mark(fd, false);
 			continue;
+		}
 		watch_fds[keep] = fd;
 		pfd[keep].fd = fd;
 		pfd[keep].events = POLLIN | POLLRDHUP;
