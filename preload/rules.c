@@ -1650,14 +1650,16 @@ static bool inet_key(const struct sockaddr *addr, socklen_t len,
 static bool prefix_contains(const struct agile_inet_prefix *p,
                             const uint8_t addr[16])
 {
-	int bits = p->prefix_len;
+	/* Whole bytes with memcmp, then the partial one: every matched
+	 * connect() asks this of every rule, and an exact address is a /128,
+	 * which byte by byte cost about 300 instructions a rule. */
+	int whole = p->prefix_len / 8;
+	int rest = p->prefix_len % 8;
 
-	for (int i = 0; i < 16 && bits > 0; i++, bits -= 8) {
-		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
-		if ((addr[i] & mask) != p->addr[i])
-			return false;
-	}
-	return true;
+	if (memcmp(addr, p->addr, (size_t)whole) != 0)
+		return false;
+	return rest == 0 ||
+	       (addr[whole] & (uint8_t)(0xff << (8 - rest))) == p->addr[whole];
 }
 
 /* Whether an AF_UNIX address names the rule's path.  A pathname address may
