@@ -38,10 +38,10 @@
  *
  * Rejected: comparing every entry's inode with fstat() before each request
  * (as the preload did first).  It caught all of these at once, but cost two
- * system calls per request and four per connection-per-request: +11-13% of
- * the client's CPU per request in scripts/bench-overhead (redis-benchmark
- * PING, ab against nginx), where the whole rest of the matched path costs
- * 1-3%.  getsockopt(SO_COOKIE) would cost the same system call.  Hooking
+ * system calls per request and four per connection-per-request: +13% of
+ * redis-benchmark's CPU per request and +7% of ab's in
+ * scripts/bench-overhead, against +2-5% and +3-9% for the whole matched
+ * path without it.  getsockopt(SO_COOKIE) would cost the same system call.  Hooking
  * every call that creates a descriptor (open, openat, pipe, socket, accept,
  * eventfd, memfd_create, recvmsg with SCM_RIGHTS, ...) to forget a stale
  * entry when its number comes back is a long list that a raw system call
