@@ -407,20 +407,23 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	now = agile__now_ns();
 	store8(&t->tracked, 0);
+	/* Stores other threads may load atomically at the same moment: a
+	 * thread waiting for a grant still watches this number for the
+	 * response of the socket it named before (watch_prepare). */
 	t->dest = dest;
-	t->phase = AGILE_FD_CONNECTING;
-	t->request = AGILE_REQ_GRANTED;
-	t->flags = admission.breaker_open ? AGILE_FD_BREAKER_OPEN : 0;
-	t->permit = admission.permit;
+	store8(&t->phase, AGILE_FD_CONNECTING);
+	store8(&t->request, AGILE_REQ_GRANTED);
+	store8(&t->flags, admission.breaker_open ? AGILE_FD_BREAKER_OPEN : 0);
+	__atomic_store_n(&t->permit, admission.permit, __ATOMIC_RELAXED);
 	t->permit_tid = admission.permit_tid;
-	t->request_start_ns = 0;
-	t->response_ns = 0;
+	__atomic_store_n(&t->request_start_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->response_ns, 0, __ATOMIC_RELAXED);
 	t->conn_id = agile__fd_new_conn_id();
 	t->stdio_inode = 0;
-	t->peer = 0;
+	__atomic_store_n(&t->peer, 0, __ATOMIC_RELAXED);
 	agile__tls_reset(&t->tls);
-	t->tls_start_ns = 0;
-	t->tls_end_ns = 0;
+	__atomic_store_n(&t->tls_start_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->tls_end_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->grant_ns, agile__destinations_take(dest, s, now),
 	                 __ATOMIC_RELEASE);
 	store8(&t->tracked, 1);
