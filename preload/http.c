@@ -6,9 +6,10 @@
  * Only the first bytes of a request and of a response are read: the ones
  * the send or receive that starts or ends the request carries, which for
  * ordinary clients and servers hold the request line, or the status line and
- * the headers.  A header that arrives in a later read is not seen; a
- * response whose first read is not a status line (TLS, HTTP/2, a pipelined
- * body) is an ordinary sample.  Nothing is buffered or copied.
+ * the headers.  A header that arrives in a later read, or that the read
+ * cuts short (its line is not ended by CRLF), is not seen; a response
+ * whose first read is not a status line (TLS, HTTP/2, a pipelined body) is
+ * an ordinary sample.  Nothing is buffered or copied.
  *
  * Outbound verdicts (agile__http_response):
  *   429 or 503   the downstream turned the work away: recorded as
@@ -61,6 +62,10 @@ static const char *header_value(const char *p, size_t len, const char *name,
 		while (eol + 1 < rest && !(line[eol] == '\r' &&
 		                           line[eol + 1] == '\n'))
 			eol++;
+		/* A line the read cut short is not read: its value may be
+		 * cut too (the "Retry-After: 1" of a 17). */
+		if (eol + 1 >= rest)
+			return NULL;
 		if (eol > nlen && line[nlen] == ':' &&
 		    strncasecmp(line, name, nlen) == 0) {
 			const char *v = line + nlen + 1;

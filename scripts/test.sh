@@ -20,7 +20,7 @@
 #               Check suites, threaded stress tests among them, and 64
 #               threads of a client through the preload.  And Valgrind.
 #   --fuzz      each libFuzzer harness (tests/fuzz/) for AGILE_FUZZ_SECONDS
-#               (60 by default), the two at once, from the committed corpus.
+#               (60 by default), all four at once, from the committed corpus.
 #   --fault     only the fault-injection tests, in build/.
 #
 # With no suite named, --normal, --sanitize and --fuzz, in that order.
@@ -347,9 +347,10 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 	fuzz="$top/build-asan/tests/fuzz"
 	echo "== fuzz: $seconds s per harness"
 	make -C "$top/build-asan" -j"$jobs" FUZZ_LDFLAGS=-fsanitize=fuzzer \
-		tests/fuzz/fuzz_rules tests/fuzz/fuzz_state >/dev/null
+		tests/fuzz/fuzz_rules tests/fuzz/fuzz_state \
+		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http >/dev/null
 	pids=()
-	for harness in rules state; do
+	for harness in rules state tls http; do
 		scratch="$top/build-asan/fuzz-$harness"
 		rm -rf "$scratch" "$fuzz/artifacts-$harness"
 		mkdir -p "$scratch" "$fuzz/artifacts-$harness"
@@ -365,7 +366,7 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 		pids+=($!)
 	done
 	i=0
-	for harness in rules state; do
+	for harness in rules state tls http; do
 		rc=0
 		wait "${pids[$i]}" || rc=$?
 		i=$((i + 1))
