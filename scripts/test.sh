@@ -20,7 +20,7 @@
 #               Check suites, threaded stress tests among them, and 64
 #               threads of a client through the preload.  And Valgrind.
 #   --fuzz      each libFuzzer harness (tests/fuzz/) for AGILE_FUZZ_SECONDS
-#               (60 by default), all four at once, from the committed corpus.
+#               (60 by default), two at a time, from the committed corpus.
 #   --fault     only the fault-injection tests, in build/.
 #
 # With no suite named, --normal, --sanitize and --fuzz, in that order.
@@ -349,40 +349,45 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 	make -C "$top/build-asan" -j"$jobs" FUZZ_LDFLAGS=-fsanitize=fuzzer \
 		tests/fuzz/fuzz_rules tests/fuzz/fuzz_state \
 		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http >/dev/null
-	pids=()
-	for harness in rules state tls http; do
-		scratch="$top/build-asan/fuzz-$harness"
-		rm -rf "$scratch" "$fuzz/artifacts-$harness"
-		mkdir -p "$scratch" "$fuzz/artifacts-$harness"
-		# New inputs go to the scratch directory (the first one named),
-		# never into the committed corpus.
-		LD_PRELOAD="$asan_rt" ASAN_OPTIONS=detect_leaks=1 \
-		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-			"$fuzz/fuzz_$harness" -max_total_time="$seconds" -timeout=10 \
-			-print_final_stats=1 \
-			-artifact_prefix="$fuzz/artifacts-$harness/" \
-			"$scratch" "$top/tests/fuzz/corpus/$harness" \
-			>"$fuzz/fuzz-$harness.out" 2>&1 &
-		pids+=($!)
-	done
-	i=0
-	for harness in rules state tls http; do
-		rc=0
-		wait "${pids[$i]}" || rc=$?
-		i=$((i + 1))
-		out="$fuzz/fuzz-$harness.out"
-		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out")
-		corpus=$(find "$top/build-asan/fuzz-$harness" "$top/tests/fuzz/corpus/$harness" -type f | wc -l)
-		echo "fuzz_$harness: ${runs:-?} inputs in $seconds s, corpus $corpus"
-		if [ "$rc" -eq 0 ] && [ -z "$(ls -A "$fuzz/artifacts-$harness")" ]; then
-			tally "fuzz_$harness" PASS
-		else
-			echo "---- $out"
-			grep -v '^#[0-9]' "$out" | tail -n 60
-			echo "---- artifacts (copy into tests/fuzz/corpus/$harness/ with the fix):"
-			ls -l "$fuzz/artifacts-$harness"
-			tally "fuzz_$harness" FAIL
-		fi
+	# Two at a time, so that on CI's two cores each harness has a core for
+	# its whole run (four at once gave each half as many inputs).
+	harnesses=(rules state tls http)
+	for ((wave = 0; wave < ${#harnesses[@]}; wave += 2)); do
+		pids=()
+		for harness in "${harnesses[@]:wave:2}"; do
+			scratch="$top/build-asan/fuzz-$harness"
+			rm -rf "$scratch" "$fuzz/artifacts-$harness"
+			mkdir -p "$scratch" "$fuzz/artifacts-$harness"
+			# New inputs go to the scratch directory (the first one named),
+			# never into the committed corpus.
+			LD_PRELOAD="$asan_rt" ASAN_OPTIONS=detect_leaks=1 \
+			UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+				"$fuzz/fuzz_$harness" -max_total_time="$seconds" -timeout=10 \
+				-print_final_stats=1 \
+				-artifact_prefix="$fuzz/artifacts-$harness/" \
+				"$scratch" "$top/tests/fuzz/corpus/$harness" \
+				>"$fuzz/fuzz-$harness.out" 2>&1 &
+			pids+=($!)
+		done
+		i=0
+		for harness in "${harnesses[@]:wave:2}"; do
+			rc=0
+			wait "${pids[$i]}" || rc=$?
+			i=$((i + 1))
+			out="$fuzz/fuzz-$harness.out"
+			runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$out")
+			corpus=$(find "$top/build-asan/fuzz-$harness" "$top/tests/fuzz/corpus/$harness" -type f | wc -l)
+			echo "fuzz_$harness: ${runs:-?} inputs in $seconds s, corpus $corpus"
+			if [ "$rc" -eq 0 ] && [ -z "$(ls -A "$fuzz/artifacts-$harness")" ]; then
+				tally "fuzz_$harness" PASS
+			else
+				echo "---- $out"
+				grep -v '^#[0-9]' "$out" | tail -n 60
+				echo "---- artifacts (copy into tests/fuzz/corpus/$harness/ with the fix):"
+				ls -l "$fuzz/artifacts-$harness"
+				tally "fuzz_$harness" FAIL
+			fi
+		done
 	done
 	elapsed fuzz "$t0"
 fi
