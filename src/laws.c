@@ -18,6 +18,7 @@
 
 #include "agile_laws.h"
 #include "atomics.h"
+#include "internal.h"
 
 static const char *const law_names[AGILE_LAW_COUNT] = {
 	[AGILE_LAW_AGILE] = "agile",
@@ -197,11 +198,13 @@ int agile_law_parse(const char *name, enum agile_law_kind *out)
 
 /*
  * limit x factor truncated toward zero, as adaptx's int(float64(limit) * f).
- * Factors here are in (0, 1], so the product never exceeds the limit.
+ * Factors here are in (0, 1], so the product never exceeds the limit; the
+ * clamp is for options read from a state file someone else wrote, where a
+ * factor can be anything a double can hold.
  */
 static int64_t scaled(int64_t limit, double factor)
 {
-	return (int64_t)((double)limit * factor);
+	return agile__trunc_i64((double)limit * factor);
 }
 
 /* limit + step for the small additive steps, saturating at INT64_MAX. */
@@ -237,8 +240,7 @@ int64_t agile_aimd_step(struct agile_aimd *s, const struct agile_law_options *o,
 	s->credit -= step;
 	/* Summed in double and saturated so an absurd increase_rate cannot
 	 * overflow; the clamp to max_limit follows the jitter, as in adaptx. */
-	double next = (double)limit + step;
-	return next >= 0x1p63 ? INT64_MAX : (int64_t)next;
+	return agile__trunc_i64((double)limit + step);
 }
 
 int64_t agile_vegas_step(struct agile_vegas *s, const struct agile_law_options *o,
@@ -323,11 +325,12 @@ int64_t agile_law_jitter(const struct agile_law_options *o, int64_t old,
 	/* Many limiters that grow in the same window would otherwise step up
 	 * in lockstep; withholding a random share half of the time spreads
 	 * them out.  A step of 1 at jitter 0.1 is never withheld. */
-	int64_t withheld = (int64_t)((double)(next - old) * o->jitter *
-	                             unit_interval(draw->amount));
+	int64_t withheld = agile__trunc_i64(
+		(double)agile__sub_sat(next, old) * o->jitter *
+		unit_interval(draw->amount));
 
 	if (unit_interval(draw->coin) < AGILE_LAW_JITTER_COIN)
-		next -= withheld;
+		next = agile__sub_sat(next, withheld);
 	return next;
 }
 
@@ -476,7 +479,8 @@ enum agile_law_result agile_law_advance(struct agile_law *law, int64_t now_ns,
 	int64_t start = agile__load_i64(&law->window.start_ns);
 	enum agile_law_result result;
 
-	if (o->kind == AGILE_LAW_AGILE || now_ns - start < o->sample_window_ns)
+	if (o->kind == AGILE_LAW_AGILE ||
+	    agile__sub_sat(now_ns, start) < o->sample_window_ns)
 		return AGILE_LAW_NOT_DUE;
 	/* The next window opens now, not at start + window: after an idle
 	 * spell one window closes, rather than a burst of empty ones. */
