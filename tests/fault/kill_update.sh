@@ -107,29 +107,17 @@ started "$alive"
 # the layout state.h and resilience.h document
 # (tests/preload/check_state_layout.c asserts them).
 poke() {
-	python3 - "$AGILE_STATE" api "${2:-$dead}" "$1" <<'PY'
-import mmap, struct, sys
-path, name, pid, what = sys.argv[1], sys.argv[2].encode(), int(sys.argv[3]), sys.argv[4]
-with open(path, "r+b") as f:
-    m = mmap.mmap(f.fileno(), 0)
-    slot_size, slots = struct.unpack_from("<II", m, 16)
-    limiter_off, = struct.unpack_from("<Q", m, 48)
-    res_size, = struct.unpack_from("<Q", m, 112)
-    h = 14695981039346656037
-    for c in name:
-        h = ((h ^ c) * 1099511628211) % (1 << 64)
-    for k in range(slots):
-        slot = 256 + ((h + k) % slots) * slot_size
-        if m[slot + 16:slot + 16 + len(name) + 1] == name + b"\0":
-            break
-    else:
-        sys.exit("no slot named %r" % name)
-    res = slot + limiter_off - res_size
-    if what == "init":
-        struct.pack_into("<Q", m, slot, (pid << 8) | 2)
-    else:
-        struct.pack_into("<i", m, res + {"breaker": 64, "quota": 128, "window": 192}[what], pid)
-    m.flush()
+	PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$srcdir/tests/fault python3 - "$AGILE_STATE" api "${2:-$dead}" "$1" <<'PY'
+import struct, sys
+from statefile import open_slot
+path, name, pid, what = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+m, header, slot = open_slot(path, name)
+res = slot + header["limiter_off"] - header["res_size"]
+if what == "init":
+    struct.pack_into("<Q", m, slot, (pid << 8) | 2)
+else:
+    struct.pack_into("<i", m, res + {"breaker": 64, "quota": 128, "window": 192}[what], pid)
+m.flush()
 PY
 }
 for what in init breaker quota window; do

@@ -36,41 +36,31 @@ export AGILE_DEST_API="127.0.0.1:$port max=20 floor=20 initial=20"
 
 # poke WHAT: write garbage WHAT (random, nan, int64) into the slot of
 # destination "api", or check that its limiter is whole (ok; exit 1 when
-# not).  The slot is found as kill_update.sh finds it; the offsets inside
+# not).  The slot is found by tests/fault/statefile.py; the offsets inside
 # the limiter are asserted by tests/preload/check_state_layout.c.
 poke() {
-	python3 - "$AGILE_STATE" api "$1" <<'PY'
-import math, mmap, random, struct, sys
-path, name, what = sys.argv[1], sys.argv[2].encode(), sys.argv[3]
-with open(path, "r+b") as f:
-    m = mmap.mmap(f.fileno(), 0)
-    slot_size, slots = struct.unpack_from("<II", m, 16)
-    limiter_size, limiter_off = struct.unpack_from("<QQ", m, 40)
-    h = 14695981039346656037
-    for c in name:
-        h = ((h ^ c) * 1099511628211) % (1 << 64)
-    for k in range(slots):
-        slot = 256 + ((h + k) % slots) * slot_size
-        if m[slot + 16:slot + 16 + len(name) + 1] == name + b"\0":
-            break
-    else:
-        sys.exit("no slot named %r" % name)
-    limiter = slot + limiter_off
-    ctl = limiter + 208
-    bucket = limiter + limiter_size - 40
-    if what == "random":
-        m[limiter:limiter + limiter_size] = random.Random(5).randbytes(limiter_size)
-    elif what == "nan":
-        m[ctl:ctl + 64] = struct.pack("<8d", *[math.nan] * 8)
-    elif what == "int64":
-        struct.pack_into("<qqq", m, bucket, 2**63 - 1, -2**63, -2**63)
-    else:
-        last, interval, min_interval = struct.unpack_from("<qqq", m, bucket)
-        doubles = struct.unpack_from("<8d", m, ctl)
-        whole = (min_interval == 50000000 and
-                 50000000 <= interval <= 1000000000 and
-                 all(math.isfinite(d) for d in doubles))
-        sys.exit(0 if whole else 1)
+	PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$srcdir/tests/fault python3 - "$AGILE_STATE" api "$1" <<'PY'
+import math, random, struct, sys
+from statefile import open_slot
+path, name, what = sys.argv[1:4]
+m, header, slot = open_slot(path, name)
+limiter_size = header["limiter_size"]
+limiter = slot + header["limiter_off"]
+ctl = limiter + 208
+bucket = limiter + limiter_size - 40
+if what == "random":
+    m[limiter:limiter + limiter_size] = random.Random(5).randbytes(limiter_size)
+elif what == "nan":
+    m[ctl:ctl + 64] = struct.pack("<8d", *[math.nan] * 8)
+elif what == "int64":
+    struct.pack_into("<qqq", m, bucket, 2**63 - 1, -2**63, -2**63)
+else:
+    last, interval, min_interval = struct.unpack_from("<qqq", m, bucket)
+    doubles = struct.unpack_from("<8d", m, ctl)
+    whole = (min_interval == 50000000 and
+             50000000 <= interval <= 1000000000 and
+             all(math.isfinite(d) for d in doubles))
+    sys.exit(0 if whole else 1)
 PY
 }
 
