@@ -459,10 +459,10 @@ struct agile_state_slot *agile__destinations_slot(int dest)
 	return s;
 }
 
-void agile__destinations_tick(struct agile_state_slot *s, int64_t now_ns)
+void agile__destinations_tick(int dest, struct agile_state_slot *s,
+                              int64_t now_ns)
 {
 	int64_t next_ns;
-	int dest;
 
 	/* fleet=adaptive: the fleet's control step replaces the local one. */
 	if (agile__fleet_tick(s, now_ns))
@@ -474,16 +474,12 @@ void agile__destinations_tick(struct agile_state_slot *s, int64_t now_ns)
 	 * is more than a tick beyond that); between steps a call pays one load
 	 * and two comparisons. */
 	next_ns = agile__load_i64(&s->limiter.loop.next_tick_ns);
-	if (now_ns >= next_ns || next_ns - now_ns > AGILE_CLOCK_SLACK_NS) {
-		for (dest = 0; dest < AGILE_RULES_MAX; dest++)
-			if (__atomic_load_n(&slots[dest], __ATOMIC_ACQUIRE) == s)
-				break;
-		if (dest < AGILE_RULES_MAX && slot_shared[dest] &&
-		    agile_rate_validate(&s->limiter, &slot_config[dest],
-		                        now_ns, NULL) < 0) {
-			repair(dest, s);
-			now_ns = agile__now_ns();
-		}
+	if (slot_shared[dest] &&
+	    (now_ns >= next_ns || next_ns - now_ns > AGILE_CLOCK_SLACK_NS) &&
+	    agile_rate_validate(&s->limiter, &slot_config[dest], now_ns,
+	                        NULL) < 0) {
+		repair(dest, s);
+		now_ns = agile__now_ns();
 	}
 	if (agile_rate_tick_if_due(&s->limiter, now_ns))
 		agile_state_slot_append_tick(s, agile__unix_ns());

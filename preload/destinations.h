@@ -53,9 +53,11 @@ void agile__destinations_learn_addrinfo(const char *host,
 void agile__destinations_learn_hostent(const char *host,
                                        const struct hostent *he);
 
-/* Run the destination's control step if it is due, and append the tick to
- * its history when this process won it.  Call after every event. */
-void agile__destinations_tick(struct agile_state_slot *s, int64_t now_ns);
+/* Run the control step of destination `dest`, whose slot is `s`, if it is
+ * due, and append the tick to its history when this process won it.  Call
+ * after every event. */
+void agile__destinations_tick(int dest, struct agile_state_slot *s,
+                              int64_t now_ns);
 
 /* fork handlers (see process.c). */
 void agile__destinations_atfork_prepare(void);

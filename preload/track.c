@@ -327,7 +327,7 @@ static void connect_failed(struct agile_fd *t, struct agile_state_slot *s,
 	agile__resilience_outcome(t, s, AGILE_OUTCOME_UNREACHABLE, 0,
 	                          agile__now_ns());
 	now = settle_grant(t, agile__now_ns());
-	agile__destinations_tick(s, now);
+	agile__destinations_tick(t->dest, s, now);
 }
 
 static bool is_stream_socket(int fd)
@@ -428,7 +428,7 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	                 __ATOMIC_RELEASE);
 	store8(&t->tracked, 1);
 	agile__add_u64(&s->connects, 1);
-	agile__destinations_tick(s, now);
+	agile__destinations_tick(dest, s, now);
 	if (agile__log_enabled(AGILE_LOG_DEBUG))
 		agile__log(AGILE_LOG_DEBUG, "fd %d: connect to %s, grant in "
 		           "%.3f ms", fd, s->name,
@@ -524,7 +524,7 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	default:
 		break;
 	}
-	agile__destinations_tick(s, now);
+	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;
 	return now;
@@ -761,7 +761,7 @@ static void tls_received(struct agile_fd *t, unsigned bits)
 		__atomic_store_n(&t->tls_end_ns, now, __ATOMIC_RELAXED);
 		tls_answer_held(t, s, now);
 	}
-	agile__destinations_tick(s, now);
+	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 }
 
@@ -835,7 +835,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 			agile__resilience_outcome(r, s, AGILE_OUTCOME_TRUNCATED,
 			                          now - start, now);
 		}
-		agile__destinations_tick(s, now);
+		agile__destinations_tick(t->dest, s, now);
 	} else if (result > 0) {
 		store8(&t->phase, AGILE_FD_CONNECTED);
 	}
@@ -860,7 +860,7 @@ void agile__track_fdopen(struct agile_fd *t)
 	__atomic_fetch_or(&t->flags, AGILE_FD_STDIO, __ATOMIC_RELEASE);
 	s = slot_of(t);
 	now = settle_grant(t, agile__now_ns());
-	agile__destinations_tick(s, now);
+	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;
 }
@@ -888,7 +888,7 @@ static void truncate_request(struct agile_fd *t)
 	agile__add_u64(&s->truncated, 1);
 	agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, now - start,
 	                          now);
-	agile__destinations_tick(s, now);
+	agile__destinations_tick(t->dest, s, now);
 }
 
 void agile__track_shutdown(struct agile_fd *t, int how)
