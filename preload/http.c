@@ -16,7 +16,8 @@
  *                unreachable, never as a fast sample; with a Retry-After
  *                of N seconds the destination's bucket is paused N seconds
  *                (its next grant is planned no earlier), across every
- *                process sharing it.  An HTTP-date Retry-After is ignored.
+ *                process sharing it; with an HTTP-date, until that time of
+ *                the wall clock (agile__http_retry_after_ns).
  *   other 5xx    a sample, and a failure for breaker=sre.
  *   cache hit    X-Cache: HIT (or any value containing HIT), or an Age
  *                header above 0: the response did not come from the
@@ -100,6 +101,204 @@ static int64_t seconds_value(const char *v, size_t n)
 	return s;
 }
 
+/* The longest pause a Retry-After may ask for, in seconds: what fits in
+ * the nine digits seconds_value reads.  A longer one, in either form, is
+ * taken for garbage and not honoured. */
+#define RETRY_AFTER_MAX_S 999999999
+
+/* The index of the name v[0, n) in names[0, count), or -1.  RFC 9110's
+ * names are case-sensitive. */
+static int name_index(const char *v, size_t n, const char *const *names,
+                      int count)
+{
+	for (int i = 0; i < count; i++)
+		if (strlen(names[i]) == n && memcmp(v, names[i], n) == 0)
+			return i;
+	return -1;
+}
+
+/* The number in the n digits at v, or -1 when one is not a digit.  With
+ * space_ok, a leading space stands for a zero (asctime's day). */
+static int digits(const char *v, size_t n, bool space_ok)
+{
+	int x = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (space_ok && i == 0 && n > 1 && v[i] == ' ')
+			continue;
+		if (!isdigit((unsigned char)v[i]))
+			return -1;
+		x = x * 10 + (v[i] - '0');
+	}
+	return x;
+}
+
+static bool is_leap(int64_t year)
+{
+	return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+}
+
+/* Days from 1970-01-01 to year-month-day of the proleptic Gregorian
+ * calendar (month 1 to 12): Howard Hinnant's days_from_civil, exact for
+ * every year, so the reading stays pure and needs nothing of libc's time
+ * zone machinery (timegm). */
+static int64_t days_from_civil(int64_t year, int month, int day)
+{
+	int64_t era, yoe, doy, doe;
+
+	year -= month <= 2;
+	era = (year >= 0 ? year : year - 399) / 400;
+	yoe = year - era * 400;
+	doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* The year of the proleptic Gregorian calendar holding the moment unix_s
+ * (Hinnant's civil_from_days, the year only). */
+static int64_t year_of(int64_t unix_s)
+{
+	int64_t z = (unix_s >= 0 ? unix_s : unix_s - 86399) / 86400 + 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+
+	/* mp counts months from March: 10 and 11 are the next year's January
+	 * and February. */
+	return yoe + era * 400 + (mp >= 10);
+}
+
+static const char *const day_names[] = {
+	"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat",
+};
+static const char *const long_day_names[] = {
+	"Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday",
+	"Saturday",
+};
+static const char *const month_names[] = {
+	"Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
+	"Nov", "Dec",
+};
+
+/* The seconds since the epoch of a date and time whose parts were read,
+ * or -1 when they name no real moment: a day past its month's end, a
+ * time out of range, or a day name that is not the date's (a sender that
+ * gets the weekday wrong is not trusted with the rest). */
+static int64_t civil_seconds(int64_t year, int month, int day, int hour,
+                             int minute, int second, int weekday)
+{
+	static const int month_days[] = {
+		31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31,
+	};
+	int64_t days;
+
+	if (month < 1 || day < 1 ||
+	    day > month_days[month - 1] + (month == 2 && is_leap(year)) ||
+	    hour < 0 || hour > 23 || minute < 0 || minute > 59 ||
+	    second < 0 || second > 59)
+		return -1;
+	days = days_from_civil(year, month, day);
+	/* 1970-01-01 was a Thursday. */
+	if (((days % 7 + 7 + 4) % 7) != weekday)
+		return -1;
+	return days * 86400 + hour * 3600 + minute * 60 + second;
+}
+
+/* "HH:MM:SS" at v: hour, minute and second, or false. */
+static bool time_of_day(const char *v, int *hour, int *minute, int *second)
+{
+	if (v[2] != ':' || v[5] != ':')
+		return false;
+	*hour = digits(v, 2, false);
+	*minute = digits(v + 3, 2, false);
+	*second = digits(v + 6, 2, false);
+	return *hour >= 0 && *minute >= 0 && *second >= 0;
+}
+
+int64_t agile__http_date_s(const char *v, size_t n, int64_t unix_s)
+{
+	int weekday, month, day, hour, minute, second;
+	int64_t year;
+	const char *comma;
+
+	if (v == NULL || n < 24)
+		return -1;
+	comma = memchr(v, ',', n < 10 ? n : 10);
+	if (comma == NULL) {
+		/* asctime-date: "Sun Nov  6 08:49:37 1994". */
+		if (n != 24 || v[3] != ' ' || v[7] != ' ' || v[10] != ' ' ||
+		    v[19] != ' ' || !time_of_day(v + 11, &hour, &minute,
+		                                 &second))
+			return -1;
+		weekday = name_index(v, 3, day_names, 7);
+		month = name_index(v + 4, 3, month_names, 12) + 1;
+		day = digits(v + 8, 2, true);
+		year = digits(v + 20, 4, false);
+	} else if (comma - v == 3) {
+		/* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT". */
+		if (n != 29 || v[4] != ' ' || v[7] != ' ' || v[11] != ' ' ||
+		    v[16] != ' ' || v[25] != ' ' ||
+		    memcmp(v + 26, "GMT", 3) != 0 ||
+		    !time_of_day(v + 17, &hour, &minute, &second))
+			return -1;
+		weekday = name_index(v, 3, day_names, 7);
+		day = digits(v + 5, 2, false);
+		month = name_index(v + 8, 3, month_names, 12) + 1;
+		year = digits(v + 12, 4, false);
+	} else {
+		/* rfc850-date: "Sunday, 06-Nov-94 08:49:37 GMT".  RFC 9110
+		 * reads a two-digit year that would be more than 50 years
+		 * ahead as the last such year in the past. */
+		const char *d = comma + 2;
+		int64_t this_year = year_of(unix_s);
+		int yy;
+
+		if ((size_t)(d - v) + 22 != n || comma[1] != ' ' ||
+		    d[2] != '-' || d[6] != '-' || d[9] != ' ' ||
+		    d[18] != ' ' || memcmp(d + 19, "GMT", 3) != 0 ||
+		    !time_of_day(d + 10, &hour, &minute, &second))
+			return -1;
+		weekday = name_index(v, (size_t)(comma - v), long_day_names,
+		                     7);
+		day = digits(d, 2, false);
+		month = name_index(d + 3, 3, month_names, 12) + 1;
+		yy = digits(d + 7, 2, false);
+		if (yy < 0)
+			return -1;
+		year = this_year - this_year % 100 + yy;
+		if (year > this_year + 50)
+			year -= 100;
+	}
+	if (weekday < 0 || day < 0 || year < 0)
+		return -1;
+	return civil_seconds(year, month, day, hour, minute, second, weekday);
+}
+
+int64_t agile__http_retry_after_ns(const char *v, size_t n, int64_t unix_ns)
+{
+	int64_t seconds = seconds_value(v, n);
+	int64_t unix_s, date_s, ahead_s, pause_ns;
+
+	if (seconds >= 0)
+		return seconds * AGILE_NS_PER_S;
+	/* Floor division, so that a fraction of a second is never lost or
+	 * counted twice, even before 1970. */
+	unix_s = unix_ns / AGILE_NS_PER_S -
+	         (unix_ns % AGILE_NS_PER_S < 0);
+	date_s = agile__http_date_s(v, n, unix_s);
+	if (date_s < 0 || date_s <= unix_s)
+		return 0; /* not a date, or one already past */
+	ahead_s = date_s - unix_s;
+	if (ahead_s > RETRY_AFTER_MAX_S + 1)
+		return 0;
+	pause_ns = ahead_s * AGILE_NS_PER_S - (unix_ns - unix_s *
+	                                       AGILE_NS_PER_S);
+	return pause_ns <= (int64_t)RETRY_AFTER_MAX_S * AGILE_NS_PER_S
+	       ? pause_ns : 0;
+}
+
 int agile__http_status(const void *data, size_t len)
 {
 	const char *p = data;
@@ -180,7 +379,7 @@ static void pause_bucket(struct agile_state_slot *s, int64_t until_ns)
 enum agile_http_verdict agile__http_response(struct agile_fd *t,
                                              struct agile_state_slot *s,
                                              const void *data, size_t len,
-                                             int64_t now_ns)
+                                             int64_t now_ns, int64_t unix_ns)
 {
 	struct agile_state_resilience *z = &s->resilience;
 	uint8_t flags = __atomic_fetch_and(&t->flags,
@@ -198,12 +397,12 @@ enum agile_http_verdict agile__http_response(struct agile_fd *t,
 		return AGILE_HTTP_SAMPLE;
 	head = header_end(data, len);
 	if (status == 429 || status == 503) {
-		int64_t seconds;
+		int64_t pause_ns;
 
 		v = header_value(data, head, "Retry-After", &vlen);
-		seconds = seconds_value(v, vlen);
-		if (seconds > 0) {
-			pause_bucket(s, now_ns + seconds * AGILE_NS_PER_S);
+		pause_ns = agile__http_retry_after_ns(v, vlen, unix_ns);
+		if (pause_ns > 0) {
+			pause_bucket(s, now_ns + pause_ns);
 			agile__add_u64(&z->http_pauses, 1);
 		}
 		return AGILE_HTTP_REFUSED;

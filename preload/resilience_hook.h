@@ -135,11 +135,23 @@ void agile__http_request(struct agile_fd *t,
                          const struct agile_resilience_config *c,
                          const void *data, size_t len);
 /* The first bytes of a response were read (outbound): its verdict; a 429 or
- * 503 with Retry-After also pauses the destination's bucket. */
+ * 503 with Retry-After also pauses the destination's bucket.  now_ns is the
+ * preload's clock (clock.h), unix_ns the wall clock, which an HTTP-date
+ * Retry-After is measured against. */
 enum agile_http_verdict agile__http_response(struct agile_fd *t,
                                              struct agile_state_slot *s,
                                              const void *data, size_t len,
-                                             int64_t now_ns);
+                                             int64_t now_ns, int64_t unix_ns);
+/* The seconds since the epoch of the HTTP-date v[0, n) (RFC 9110 5.6.7:
+ * IMF-fixdate, or the obsolete RFC 850 and asctime forms, exactly as the
+ * grammar spells them, day name included and right), or -1.  unix_s, the
+ * wall clock in seconds, places an RFC 850 date's two-digit year. */
+int64_t agile__http_date_s(const char *v, size_t n, int64_t unix_s);
+/* The pause, in nanoseconds, that the Retry-After value v[0, n) asks for
+ * at wall-clock time unix_ns: its delta-seconds, or the time left until
+ * its HTTP-date; 0 for none, for a date already past, for anything else,
+ * and for a pause longer than 999,999,999 seconds.  Pure. */
+int64_t agile__http_retry_after_ns(const char *v, size_t n, int64_t unix_ns);
 /* The status code of a response's first bytes, or 0 when they are not an
  * HTTP/1.x status line. */
 int agile__http_status(const void *data, size_t len);

@@ -636,7 +636,8 @@ static void answered(struct agile_fd *t, struct agile_state_slot *s,
 	enum agile_http_verdict verdict = AGILE_HTTP_SAMPLE;
 
 	if (agile__destinations_rule(t->dest)->resilience.http)
-		verdict = agile__http_response(t, s, data, len, now);
+		verdict = agile__http_response(t, s, data, len, now,
+		                               agile__unix_ns());
 	switch (verdict) {
 	case AGILE_HTTP_SAMPLE:
 		agile_rate_observe(&s->limiter, rtt);

@@ -10,7 +10,8 @@
  *     a request's first bytes
  *     a response's first bytes (the rest of the input, NULs and all)
  * The request goes through agile__http_request, the response through
- * agile__http_status and agile__http_response at two clocks, on a fresh
+ * agile__http_status and agile__http_response at two clocks (the
+ * preload's and the wall clock, each pair a moment), on a fresh
  * slot; http.c keeps no state between reads but the socket's excluded
  * mark, which the request sets and the response consumes.  Every part is
  * given in an allocation of exactly its size.  The seeds in corpus/http/
@@ -25,11 +26,12 @@
  *   - the excluded mark does not match the exclude list (a request marked
  *     whose line holds none of the paths), or survives the response;
  *   - a pause is anything but what http.c documents: only for a 429 or
- *     503, a whole number of seconds from 1 to 999,999,999 after the
- *     clock, as many as the response's Retry-After says when read by the
- *     harness's own reader; the bucket's next grant then planned one
- *     interval before its end, never earlier than it was; and the pause
- *     counter counting it.
+ *     503, from one nanosecond to 999,999,999 seconds after the clock, as
+ *     long as the response's Retry-After says when read by the harness's
+ *     own reader (delta-seconds, or the time left until an HTTP-date,
+ *     which the C library's strptime and strftime read); the bucket's next
+ *     grant then planned one interval before its end, never earlier than
+ *     it was; and the pause counter counting it.
  *
  * tests/fuzz/replay.c turns this file into a program that replays the
  * committed corpus in every `make check`.
@@ -41,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "agile.h"
 #include "fdtable.h"
@@ -53,6 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The bucket's spacing and last planned grant before the response. */
 #define INTERVAL_NS 10000000
 #define LAST_NS 5000
+
+/* The two wall clocks the responses are read at (see below). */
+#define WALL_2015_NS ((int64_t)1445412000 * AGILE_NS_PER_S + 250000000)
+#define WALL_2026_NS ((int64_t)1796032800 * AGILE_NS_PER_S + 750000000)
 
 /* An exact-size copy of p[0, n), so a read past it is caught. */
 static char *exact(const uint8_t *p, size_t n)
@@ -86,13 +93,94 @@ static void parse_excludes(struct agile_resilience_config *c,
 	}
 }
 
-/* The pause, in seconds, that RFC 9110's Retry-After asks of the headers
- * in p[0, n), read independently of http.c: the first Retry-After line
- * after the status line and before the blank line, whole (ended by CRLF
- * within the read: a cut line's value may be cut too), holding 1 to 9
- * digits and nothing else but blanks around them; 0 for none.  An
- * HTTP-date is no pause (http.c ignores it). */
-static int64_t retry_after(const char *p, size_t n)
+/* The three forms of RFC 9110's HTTP-date, as strftime(3) writes them;
+ * asctime's day may also be given with a leading zero. */
+#define IMF_FIXDATE "%a, %d %b %Y %H:%M:%S GMT"
+#define RFC850_DATE "%A, %d-%b-%y %H:%M:%S GMT"
+#define ASCTIME_DATE "%a %b %e %H:%M:%S %Y"
+#define ASCTIME_DATE_0 "%a %b %d %H:%M:%S %Y"
+static const char *const date_formats[] = {
+	IMF_FIXDATE, RFC850_DATE, ASCTIME_DATE, ASCTIME_DATE_0,
+};
+
+/* strftime() with date_formats[form], each spelt out so that the compiler
+ * checks it; RFC 850's two-digit year, which the compiler rightly warns
+ * of, is written by hand. */
+static size_t write_date(char *out, size_t size, size_t form,
+                         const struct tm *tm)
+{
+	size_t n;
+	char *yy;
+
+	switch (form) {
+	case 0:
+		return strftime(out, size, IMF_FIXDATE, tm);
+	case 1:
+		n = strftime(out, size, "%A, %d-%b-YY %H:%M:%S GMT", tm);
+		yy = strstr(out, "-YY ");
+		if (n == 0 || yy == NULL)
+			return 0;
+		yy[1] = (char)('0' + (tm->tm_year + 1900) % 100 / 10);
+		yy[2] = (char)('0' + (tm->tm_year + 1900) % 10);
+		return n;
+	case 2:
+		return strftime(out, size, ASCTIME_DATE, tm);
+	default:
+		return strftime(out, size, ASCTIME_DATE_0, tm);
+	}
+}
+
+/* The seconds since the epoch of the HTTP-date v[0, n), read by the C
+ * library, or -1: strptime() reads it in one of the forms, and strftime()
+ * must write back exactly the same bytes for the moment it names, which
+ * holds only when every field is in range and the day name is the date's.
+ * An RFC 850 date's two-digit year is placed as RFC 9110 says: no more
+ * than 50 years after the year of unix_s. */
+static int64_t date_value(const char *v, size_t n, int64_t unix_s)
+{
+	char text[64], back[64];
+
+	if (n >= sizeof(text))
+		return -1;
+	memcpy(text, v, n);
+	text[n] = '\0';
+	for (size_t f = 0; f < sizeof(date_formats) / sizeof(*date_formats);
+	     f++) {
+		struct tm tm, now;
+		time_t t = (time_t)unix_s;
+		const char *end;
+
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(text, date_formats[f], &tm);
+		if (end == NULL || *end != '\0')
+			continue;
+		if (f == 1) {
+			int year, yy = (tm.tm_year + 1900) % 100;
+
+			gmtime_r(&t, &now);
+			year = now.tm_year + 1900 - (now.tm_year + 1900) % 100 +
+			       yy;
+			if (year > now.tm_year + 1900 + 50)
+				year -= 100;
+			tm.tm_year = year - 1900;
+		}
+		t = timegm(&tm);
+		gmtime_r(&t, &tm);
+		if (write_date(back, sizeof(back), f, &tm) == n &&
+		    memcmp(back, text, n) == 0)
+			return (int64_t)t;
+	}
+	return -1;
+}
+
+/* The pause, in nanoseconds, that RFC 9110's Retry-After asks of the
+ * headers in p[0, n) at wall-clock time unix_ns, read independently of
+ * http.c: the first Retry-After line after the status line and before the
+ * blank line, whole (ended by CRLF within the read: a cut line's value may
+ * be cut too), holding 1 to 9 digits, or an HTTP-date still ahead, and
+ * nothing else but blanks around it; 0 for none or for more than
+ * 999,999,999 seconds. */
+static int64_t retry_after(const char *p, size_t n, int64_t unix_ns)
 {
 	size_t line = 0;
 
@@ -118,14 +206,24 @@ static int64_t retry_after(const char *p, size_t n)
 			v++;
 		while (end > v && (p[end - 1] == ' ' || p[end - 1] == '\t'))
 			end--;
-		if (end == v || end - v > 9)
+		if (end == v)
 			return 0;
 		for (size_t i = v; i < end; i++) {
-			if (p[i] < '0' || p[i] > '9')
-				return 0;
+			if (p[i] < '0' || p[i] > '9' || end - v > 9) {
+				int64_t unix_s = unix_ns / AGILE_NS_PER_S;
+				int64_t date = date_value(p + v, end - v,
+				                          unix_s);
+
+				/* The harness's wall clocks are after 1970
+				 * and not whole seconds. */
+				if (date <= unix_s ||
+				    date - unix_s > 999999999)
+					return 0;
+				return date * AGILE_NS_PER_S - unix_ns;
+			}
 			seconds = seconds * 10 + (p[i] - '0');
 		}
-		return seconds;
+		return seconds * AGILE_NS_PER_S;
 	}
 	return 0;
 }
@@ -143,7 +241,7 @@ static void check_status(const char *p, size_t n, int status)
 static void check_response(const struct agile_resilience_config *c,
                            const char *request, size_t request_len,
                            const char *response, size_t response_len,
-                           int64_t now_ns)
+                           int64_t now_ns, int64_t unix_ns)
 {
 	struct agile_fd t;
 	static struct agile_state_slot slot;
@@ -173,7 +271,7 @@ static void check_response(const struct agile_resilience_config *c,
 		abort();
 
 	verdict = agile__http_response(&t, &slot, response, response_len,
-	                               now_ns);
+	                               now_ns, unix_ns);
 	if (t.flags & AGILE_FD_EXCLUDED)
 		abort();
 	if (marked) {
@@ -201,9 +299,9 @@ static void check_response(const struct agile_resilience_config *c,
 	}
 	if ((status == 429 || status == 503) &&
 	    z->paused_until_ns != now_ns +
-	    retry_after(response, response_len) * AGILE_NS_PER_S &&
+	    retry_after(response, response_len, unix_ns) &&
 	    !(z->paused_until_ns == 0 &&
-	      retry_after(response, response_len) == 0))
+	      retry_after(response, response_len, unix_ns) == 0))
 		abort();
 	if (z->paused_until_ns == 0) {
 		if (z->http_pauses != 0 ||
@@ -211,12 +309,14 @@ static void check_response(const struct agile_resilience_config *c,
 			abort();
 	} else {
 		int64_t pause = z->paused_until_ns - now_ns;
-		int64_t seconds = pause / AGILE_NS_PER_S;
 		int64_t planned = z->paused_until_ns - INTERVAL_NS;
 
+		/* Whole seconds from now, or up to a whole second of the
+		 * wall clock. */
 		if (verdict != AGILE_HTTP_REFUSED || z->http_pauses != 1 ||
-		    pause % AGILE_NS_PER_S != 0 || seconds < 1 ||
-		    seconds > 999999999)
+		    pause < 1 || pause > (int64_t)999999999 * AGILE_NS_PER_S ||
+		    (pause % AGILE_NS_PER_S != 0 &&
+		     (unix_ns + pause) % AGILE_NS_PER_S != 0))
 			abort();
 		if (slot.limiter.bucket.last_ns !=
 		    (planned > LAST_NS ? planned : LAST_NS))
@@ -249,18 +349,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	request = exact(req, req_len);
 	response = exact(resp, resp_len);
 	/* The preload's clock is CLOCK_MONOTONIC: a second after boot, and a
-	 * year of uptime. */
+	 * year of uptime.  The wall clock is 2015-10-21 07:20:00.25 UTC
+	 * (eight minutes before the date RFC 9110's example gives), and
+	 * 2026-11-30 10:00:00.75 UTC. */
 	check_response(&c, request, req_len, response, resp_len,
-	               AGILE_NS_PER_S);
+	               AGILE_NS_PER_S, WALL_2015_NS);
 	check_response(&c, request, req_len, response, resp_len,
-	               (int64_t)365 * 86400 * AGILE_NS_PER_S);
+	               (int64_t)365 * 86400 * AGILE_NS_PER_S, WALL_2026_NS);
 	/* A read that brought only some of the response: whatever it holds
 	 * is judged alone. */
 	for (size_t cut = 0; cut < resp_len && cut < 64; cut += 7) {
 		char *part = exact(resp, cut);
 
 		check_response(&c, request, req_len, part, cut,
-		               AGILE_NS_PER_S);
+		               AGILE_NS_PER_S, WALL_2015_NS);
 		free(part);
 	}
 	free(request);

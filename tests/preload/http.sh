@@ -10,11 +10,13 @@
 # X-Cache: HIT and two requests go to /health (exclude=/health): neither is
 # a sample, so of 12 requests 7 are samples (the 429 is recorded as
 # unreachable instead).  The same client without proto=http sees no pause.
+# Last, a 503 whose Retry-After is an HTTP-date three seconds ahead (whole
+# seconds, so 2 to 3 s away) pauses the destination until that date.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 
 cat >"$tmp/server.py" <<'PY'
-import http.server, os, socketserver, sys, threading, time
+import email.utils, http.server, os, socketserver, sys, threading, time
 port_file, log = sys.argv[1], sys.argv[2]
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -25,6 +27,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         status = 200
         if self.path == "/busy":
             status, headers = 429, {"Retry-After": "2"}
+        elif self.path == "/busy-date":
+            status = 503
+            headers = {"Retry-After":
+                       email.utils.formatdate(time.time() + 3, usegmt=True)}
         elif self.path == "/cached":
             headers = {"X-Cache": "HIT from edge", "Age": "30"}
         body = b"ok\n"
@@ -60,6 +66,8 @@ import http.client, sys
 port = int(sys.argv[1])
 paths = ["/", "/", "/", "/", "/busy", "/", "/cached", "/health", "/",
          "/cached", "/health", "/"]
+if len(sys.argv) > 2:
+    paths = sys.argv[2:]
 for p in paths:
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     c.request("GET", p)
@@ -67,14 +75,14 @@ for p in paths:
     c.close()
 PY
 
-# The gap (s) between the arrival of /busy and of the request after it,
-# and the largest other gap.
+# The gap (s) between the arrival of /busy (or of the path given) and of
+# the request after it, and the largest other gap.
 gaps() {
-	python3 - "$tmp/log" <<'PY'
+	python3 - "$tmp/log" "${1:-/busy}" <<'PY'
 import sys
 rows = [l.split() for l in open(sys.argv[1])]
 t = [float(r[0]) for r in rows]
-i = [r[1] for r in rows].index("/busy")
+i = [r[1] for r in rows].index(sys.argv[2])
 other = max(b - a for k, (a, b) in enumerate(zip(t, t[1:])) if k != i)
 print("%.3f %.3f" % (t[i + 1] - t[i], other))
 PY
@@ -99,3 +107,14 @@ preloaded python3 "$tmp/client.py" "$port" || fail "the client failed"
 set -- $(gaps)
 note "without proto=http: $1 s after the 429"
 check "v[0] < 0.5" "without proto=http nothing is paused" "$1"
+
+# An HTTP-date Retry-After: the server dates it 2 to 3 s ahead.
+rm -f "$tmp/log" "$AGILE_STATE"
+export AGILE_DEST_WEB="127.0.0.1:$port max=50 floor=50 initial=50 proto=http"
+preloaded python3 "$tmp/client.py" "$port" / / /busy-date / / ||
+	fail "the client failed"
+set -- $(gaps /busy-date)
+note "proto=http: $1 s after a 503 with an HTTP-date 2 to 3 s ahead"
+check "v[0] >= 1.9" "a 503 with an HTTP-date Retry-After pauses until the date" "$1"
+check "v[0] < 0.5" "the other requests keep their pace" "$2"
+check "v[0] == 1" "agilestat counts the pause" "$(stat_json web 'd["http"]["pauses"]')"
