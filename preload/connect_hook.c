@@ -35,13 +35,22 @@
 #include "shlock.h"
 #include "symbols.h"
 
-/* One attempt bounded by timeout_ns; errno set on failure. */
+/*
+ * One attempt bounded by timeout_ns; errno set on failure.
+ *
+ * The result is collected by a second connect(), as a blocking connect
+ * collects it, not read with getsockopt(SO_ERROR): Linux keeps a socket
+ * whose failure SO_ERROR reported "connecting", and answers the next
+ * connect() on it with ECONNABORTED instead of trying again.  retry= got
+ * that ECONNABORTED for its second attempt and handed it to the program,
+ * which a refused blocking connect never sees, as did a program
+ * connecting the socket again itself.
+ */
 static int connect_bounded(int fd, const struct sockaddr *addr, socklen_t len,
                            int flags, int64_t timeout_ns)
 {
 	int64_t deadline = agile__now_ns() + timeout_ns;
 	int rc, error = 0;
-	socklen_t elen = sizeof(error);
 
 	if (agile__libc.fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)
 		return agile__libc.connect(fd, addr, len);
@@ -68,17 +77,19 @@ static int connect_bounded(int fd, const struct sockaddr *addr, socklen_t len,
 			continue;
 		if (n <= 0)
 			continue; /* timed out: the loop says so */
+		/* Still non-blocking: EALREADY if the attempt is somehow
+		 * still under way, and the wait goes on. */
+		rc = agile__libc.connect(fd, addr, len);
+		error = rc == 0 ? 0 : errno;
+		if (error == EALREADY)
+			continue;
 		break;
 	}
 	agile__libc.fcntl(fd, F_SETFL, flags);
-	if (agile__libc.getsockopt(fd, SOL_SOCKET, SO_ERROR, &error,
-	                           &elen) != 0)
-		return -1;
-	if (error != 0) {
-		errno = error;
-		return -1;
-	}
-	return 0;
+	if (error == EISCONN)
+		return 0;
+	errno = error;
+	return error == 0 ? 0 : -1;
 }
 
 int agile__resilience_connect(int fd, const struct sockaddr *addr,

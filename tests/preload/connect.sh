@@ -1,5 +1,6 @@
 #!/bin/sh
-# connect.sh - connect_timeout= and retry= on blocking connects.
+# connect.sh - connect_timeout= and retry= on blocking connects, alone and
+# together.
 #
 # connect_timeout: a listener whose accept queue is full drops new SYNs, so
 # a connect to it hangs for the kernel's SYN retries (a minute or two).  A
@@ -113,3 +114,30 @@ note "with retry=8, the server listening after two refusals: $1 after $2 s, $aft
 check "v[0] == 1" "the retried connect succeeds" "$([ "$1" = connected ] && echo 1 || echo 0)"
 check "0 <= v[0] <= 1.2 + 0.5" "within the longest wait of the server listening, and one scheduling delay" "$after"
 check "v[0] >= 2" "agilestat counts the retries" "$(stat_json late 'd["connect"]["retries"]')"
+
+# connect_timeout= and retry= together on a refused port.  connect_timeout
+# makes the attempt non-blocking and used to read its result with
+# getsockopt(SO_ERROR), after which Linux answers the socket's next
+# connect() with ECONNABORTED instead of trying again: retry='s second
+# attempt got it and handed it to the program, uncounted (the program saw
+# ECONNABORTED, once per connect, and nothing was unreachable).  Each of
+# the program's two blocking connects on one socket must now be refused as
+# without the preload, after two retries each.
+port=$(closed_port)
+export AGILE_DEST_BOTH="127.0.0.1:$port max=100 connect_timeout=2s retry=2"
+cat >"$tmp/twice.py" <<'PY'
+import errno, socket, sys
+s = socket.socket()
+for _ in range(2):
+    try:
+        s.connect(("127.0.0.1", int(sys.argv[1])))
+        print("connected")
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, str(e.errno)))
+PY
+results=$(preloaded python3 "$tmp/twice.py" "$port" | tr '\n' ' ')
+note "connect_timeout=2s retry=2, a blocking socket connected twice to a refused port: $results"
+[ "$results" = "ECONNREFUSED ECONNREFUSED " ] || fail "the connects answered '$results', not ECONNREFUSED twice"
+check "v[0] == 4" "each connect was retried twice" "$(stat_json both 'd["connect"]["retries"]')"
+check "v[0] == 2" "each connect is one connection" "$(stat_json both 'd["connects"]')"
+check "v[0] == 2" "each refused connect is unreachable" "$(stat_json both 'd["unreachable"]')"
