@@ -96,6 +96,12 @@ enum agile_fd_request {
 #define AGILE_FD_STDIO 0x20       /* handed to stdio by fdopen(): may be
                                      closed inside libc, so stdio_inode is
                                      checked before the entry is trusted */
+#define AGILE_FD_ABORT_PENDING 0x40 /* the failed connect was reported
+                                       by SO_ERROR, a send or a receive:
+                                       Linux answers the next connect() on
+                                       the socket with ECONNABORTED (or the
+                                       error itself) and only the one after
+                                       tries again (track.c) */
 
 struct agile_fd {
 	uint8_t tracked;          /* 1: a matched stream socket */

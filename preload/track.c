@@ -312,12 +312,18 @@ static void mark_unreachable(struct agile_fd *t, struct agile_state_slot *s)
 }
 
 /* The connection failed: count it if it says "unreachable", then wait for
- * its grant so a retry loop is paced too. */
+ * its grant so a retry loop is paced too.  by_connect: the failure was a
+ * connect() call's answer, which leaves the socket ready for a new
+ * attempt; reported any other way, it leaves the socket to answer the next
+ * connect() with the failure once more (AGILE_FD_ABORT_PENDING). */
 static void connect_failed(struct agile_fd *t, struct agile_state_slot *s,
-                           int error)
+                           int error, bool by_connect)
 {
 	int64_t now;
 
+	if (!by_connect)
+		__atomic_fetch_or(&t->flags, AGILE_FD_ABORT_PENDING,
+		                  __ATOMIC_ACQ_REL);
 	if (is_unreachable(error))
 		mark_unreachable(t, s);
 	else
@@ -352,9 +358,33 @@ static int connect_again(int fd, struct agile_fd *t, const struct sockaddr *addr
 		store8(&t->phase, AGILE_FD_CONNECTED);
 	} else if (error != EINPROGRESS && error != EALREADY &&
 	           error != EINTR && error != EAGAIN) {
-		connect_failed(t, slot_of(t), error);
+		connect_failed(t, slot_of(t), error, true);
 	}
 	agile__leave();
+	errno = error;
+	return rc;
+}
+
+/*
+ * A connect() on a socket whose failed connect was reported by SO_ERROR, a
+ * send or a receive.  Linux keeps such a socket "connecting" until a
+ * connect() collects the failure: that call answers ECONNABORTED (or the
+ * error itself when nothing has read it yet) whatever address it names,
+ * and only the call after it makes a new attempt.  So this one reports the
+ * old attempt and is not a new one: it waits for no grant and counts
+ * nothing, neither a connection nor a failure, since the attempt was
+ * counted when it failed.  After it the socket is an ordinary failed one,
+ * whose next connect() is a new attempt and is paced.  A connect() with
+ * AF_UNSPEC, which dissolves the association instead, also leaves it so.
+ */
+static int connect_reported(int fd, struct agile_fd *t,
+                            const struct sockaddr *addr, socklen_t len)
+{
+	int rc = agile__libc.connect(fd, addr, len);
+	int error = errno;
+
+	__atomic_fetch_and(&t->flags, (uint8_t)~AGILE_FD_ABORT_PENDING,
+	                   __ATOMIC_ACQ_REL);
 	errno = error;
 	return rc;
 }
@@ -379,6 +409,12 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	}
 	if (t != NULL && !still_tracked(t))
 		t = NULL; /* a new socket on a number closed behind our back */
+	if (t != NULL && load8(&t->phase) == AGILE_FD_FAILED &&
+	    (load8(&t->flags) & AGILE_FD_ABORT_PENDING)) {
+		agile__leave();
+		errno = saved;
+		return connect_reported(fd, t, addr, len);
+	}
 	if (t != NULL && dest >= 0 && t->dest == dest &&
 	    load8(&t->phase) != AGILE_FD_FAILED) {
 		agile__leave();
@@ -445,7 +481,7 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		store8(&t->phase, AGILE_FD_CONNECTED);
 	else if (error != EINPROGRESS && error != EINTR && error != EALREADY &&
 	         error != EAGAIN)
-		connect_failed(t, s, error);
+		connect_failed(t, s, error, true);
 	agile__leave();
 	errno = error;
 	return rc;
@@ -548,7 +584,7 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 		if (is_unreachable(error) &&
 		    load8(&t->phase) == AGILE_FD_CONNECTING) {
 			agile__enter();
-			connect_failed(t, slot_of(t), error);
+			connect_failed(t, slot_of(t), error, false);
 			agile__leave();
 		}
 		errno = error;
@@ -818,7 +854,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 		tls_answer_held(t, s, agile__now_ns());
 	if (result < 0 && is_unreachable(error) &&
 	    load8(&t->phase) == AGILE_FD_CONNECTING) {
-		connect_failed(t, s, error);
+		connect_failed(t, s, error, false);
 	} else if ((start = claim_request(r)) != 0) {
 		now = agile__now_ns();
 		seen = __atomic_exchange_n(&r->response_ns, 0, __ATOMIC_ACQ_REL);
@@ -871,7 +907,7 @@ void agile__track_so_error(struct agile_fd *t, int so_error)
 	if (so_error == 0 || load8(&t->phase) != AGILE_FD_CONNECTING)
 		return;
 	agile__enter();
-	connect_failed(t, slot_of(t), so_error);
+	connect_failed(t, slot_of(t), so_error, false);
 	agile__leave();
 }
 
