@@ -14,6 +14,28 @@
 
 struct agile_fd *agile__fd_table;
 size_t agile__fd_table_size;
+uint64_t agile__fd_stream[AGILE_FD_TYPE_BITS / 64];
+
+void agile__fd_forget_type_range(unsigned int first, unsigned int last)
+{
+	unsigned int end = last < AGILE_FD_TYPE_BITS - 1 ? last
+	                                                  : AGILE_FD_TYPE_BITS - 1;
+
+	/* Word by word: closefrom(3) must not cost 65,536 steps. */
+	for (unsigned int fd = first; fd <= end && first <= last;) {
+		unsigned int word = fd / 64, low = fd % 64;
+		unsigned int high = end / 64 == word ? end % 64 : 63;
+		uint64_t mask = (high - low == 63 ? ~(uint64_t)0
+		                 : (((uint64_t)1 << (high - low + 1)) - 1))
+		                << low;
+
+		if (__atomic_load_n(&agile__fd_stream[word], __ATOMIC_RELAXED) &
+		    mask)
+			__atomic_fetch_and(&agile__fd_stream[word], ~mask,
+			                   __ATOMIC_RELAXED);
+		fd = (word + 1) * 64;
+	}
+}
 
 /* A million entries (24 MiB of address space, untouched until used) covers
  * the hard limit of every common distribution; beyond it fds stay

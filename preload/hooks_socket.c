@@ -1,6 +1,6 @@
 /*
  * hooks_socket.c - the hooks that create, inspect, duplicate and end a
- * socket's life: connect, getsockopt, shutdown, close, close_range,
+ * socket's life: socket, connect, getsockopt, shutdown, close, close_range,
  * closefrom, dup, dup2, dup3, fcntl(F_DUPFD, F_DUPFD_CLOEXEC); fdopen, which
  * hands a socket to stdio, and fclose, which closes it there; and syscall()
  * for the numbers that close or replace a descriptor.  Together they see
@@ -28,6 +28,22 @@
 #include "process.h"
 #include "resilience_hook.h"
 #include "track.h"
+
+/* Whether the new socket is a stream one, so its first connect need not
+ * ask (fdtable.h). */
+static int hook_socket(int domain, int type, int protocol)
+{
+	int fd;
+
+	agile__bind();
+	fd = agile__libc.socket(domain, type, protocol);
+	if (fd >= 0)
+		agile__fd_note_socket(fd, (type & ~(SOCK_NONBLOCK |
+		                                    SOCK_CLOEXEC)) ==
+		                          SOCK_STREAM &&
+		                          !agile__in_vfork_child());
+	return fd;
+}
 
 static int hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
@@ -82,6 +98,7 @@ static void closing(int fd, struct agile_fd *t)
 
 static int hook_close(int fd)
 {
+	agile__fd_forget_type(fd);
 	closing(fd, agile__hook_tracked(fd));
 	return agile__libc.close(fd);
 }
@@ -97,6 +114,7 @@ static int hook_fclose(FILE *stream)
 		int fd = fileno(stream); /* -1 for a stream without one */
 
 		errno = saved;
+		agile__fd_forget_type(fd);
 		closing(fd, agile__fd_lookup(fd));
 	}
 	return agile__libc.fclose(stream);
@@ -107,6 +125,8 @@ static void closed_range(unsigned int first, unsigned int last, int flags)
 {
 	int saved = errno;
 
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		agile__fd_forget_type_range(first, last);
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && !agile__in_vfork_child()) {
 		agile__resilience_forget_range(first, last); /* permits */
 		agile__fd_untrack_range(first, last);
@@ -134,6 +154,7 @@ static void hook_closefrom(int lowfd)
 	agile__bind();
 	if (lowfd < 0)
 		lowfd = 0;
+	agile__fd_forget_type_range((unsigned int)lowfd, ~0U);
 	/* Forget first: closefrom cannot fail in a way that keeps fds. */
 	if (!agile__in_vfork_child()) {
 		/* Permits first: the table entries still say which. */
@@ -150,6 +171,8 @@ static void hook_closefrom(int lowfd)
  * socket that the call closed implicitly. */
 static void duplicated(int oldfd, int newfd, struct agile_fd *replaced)
 {
+	if (newfd != oldfd)
+		agile__fd_forget_type(newfd);
 	if (newfd == oldfd)
 		replaced = NULL;
 	if (replaced == NULL && agile__hook_tracked(oldfd) == NULL)
@@ -212,10 +235,11 @@ static int hook_fcntl(int (*real)(int, int, ...), int fd, int cmd,
 
 /*
  * syscall(number, ...): close, close_range, dup2 and dup3 made through libc's
- * syscall() get what their hooks do; every other number passes straight
- * through.  Nothing is bound or looked up until a socket has been tracked
- * (no table, nothing to forget), so the allocators and start-up code that
- * call syscall() pay one load and a branch.  The arguments are the six
+ * syscall() get what their hooks do, and vfork, clone and clone3 note that
+ * a child may share this memory (process.h); every other number passes
+ * straight through.  Nothing is bound or looked up until a socket has been
+ * tracked (no table, nothing to forget), so the allocators and start-up
+ * code that call syscall() pay a switch, and a load and a branch.  The arguments are the six
  * longs syscall() passes to the kernel, read whether or not the caller
  * passed them all, as every syscall() wrapper does; a descriptor argument
  * is an int, its low 32 bits, as the kernel reads it.
@@ -226,6 +250,35 @@ static long hook_syscall(long number, const long a[6])
 	struct agile_fd *replaced;
 	long rc;
 
+	switch (number) {
+#ifdef SYS_vfork
+	case SYS_vfork:
+#endif
+#ifdef SYS_clone3
+	case SYS_clone3:
+#endif
+	case SYS_clone:
+		/* Any of them may make a child sharing this memory (threads
+		 * are made by pthread_create, not through syscall()). */
+		agile__note_shared_child();
+		break;
+	case SYS_close:
+		agile__fd_forget_type((int)a[0]);
+		break;
+	case SYS_close_range:
+		if (!((int)a[2] & CLOSE_RANGE_CLOEXEC))
+			agile__fd_forget_type_range((unsigned int)a[0],
+			                            (unsigned int)a[1]);
+		break;
+#ifdef SYS_dup2
+	case SYS_dup2:
+#endif
+	case SYS_dup3:
+		agile__fd_forget_type((int)a[1]);
+		break;
+	default:
+		break;
+	}
 	if (agile__busy ||
 	    __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE) == NULL)
 		return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
@@ -252,6 +305,11 @@ static long hook_syscall(long number, const long a[6])
 		break;
 	}
 	return next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
+}
+
+AGILE_EXPORT int socket(int domain, int type, int protocol)
+{
+	return hook_socket(domain, type, protocol);
 }
 
 AGILE_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)

@@ -12,8 +12,11 @@
  */
 #include "config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -114,11 +117,102 @@ bool agile__strict(void)
 	return strict_mode == 1;
 }
 
+/* See process.h.  Where no vfork hook is built (below), any vfork may
+ * have happened: set from the start. */
+#if defined(__x86_64__)
+#define SHARED_CHILD_HOOKED 1
+#else
+#define SHARED_CHILD_HOOKED 0
+#endif
+int agile__shared_child = !SHARED_CHILD_HOOKED;
+
 bool agile__in_vfork_child(void)
 {
-	pid_t owner = __atomic_load_n(&owner_pid, __ATOMIC_RELAXED);
+	pid_t owner;
 
+	if (!__atomic_load_n(&agile__shared_child, __ATOMIC_RELAXED))
+		return false;
+	owner = __atomic_load_n(&owner_pid, __ATOMIC_RELAXED);
 	return owner != 0 && getpid() != owner;
+}
+
+void agile__note_shared_child(void)
+{
+	__atomic_store_n(&agile__shared_child, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * vfork() cannot be wrapped by a C function: the child returns from the
+ * wrapper first and goes on using the stack below its caller, and the
+ * parent, resumed at exec or exit, would return through the wrapper's frame
+ * after the child has overwritten it.  The hook is therefore a tail jump:
+ * it sets the flag (the child runs in this memory, so the flag is set for
+ * the child as for the parent, which is what makes it safe) and jumps to
+ * libc's vfork, which returns straight to the caller in both processes.
+ *
+ * The jump's target is libc's vfork from the constructor on.  Before that
+ * (another library's constructor forking) it is a fork(), which POSIX
+ * allows any vfork() to be.
+ */
+#if SHARED_CHILD_HOOKED
+static pid_t vfork_as_fork(void)
+{
+	return fork();
+}
+
+void *agile__vfork_next = (void *)vfork_as_fork;
+
+__asm__(
+	"	.text\n"
+	"	.globl vfork\n"
+	"	.type vfork, @function\n"
+	"vfork:\n"
+#ifdef __CET__
+	"	endbr64\n"
+#endif
+	"	movl $1, agile__shared_child(%rip)\n"
+	"	jmp *agile__vfork_next(%rip)\n"
+	"	.size vfork, .-vfork\n");
+
+static void vfork_bind(void)
+{
+	void *next = dlsym(RTLD_NEXT, "vfork");
+
+	if (next != NULL)
+		__atomic_store_n(&agile__vfork_next, next, __ATOMIC_RELEASE);
+}
+#else
+static void vfork_bind(void)
+{
+}
+#endif
+
+/* clone() is a C function whose child runs fn on its own stack and never
+ * returns through the caller, so an ordinary wrapper serves.  Its three
+ * optional arguments are read whether passed or not, as libc's own clone
+ * reads them from their registers. */
+typedef int (*clone_fn)(int (*)(void *), void *, int, void *, ...);
+
+AGILE_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg,
+                       ...)
+{
+	static clone_fn next;
+	clone_fn real = __atomic_load_n(&next, __ATOMIC_ACQUIRE);
+	void *parent_tid, *tls, *child_tid;
+	va_list ap;
+
+	va_start(ap, arg);
+	parent_tid = va_arg(ap, void *);
+	tls = va_arg(ap, void *);
+	child_tid = va_arg(ap, void *);
+	va_end(ap);
+	if (real == NULL) {
+		*(void **)&real = dlsym(RTLD_NEXT, "clone");
+		__atomic_store_n(&next, real, __ATOMIC_RELEASE);
+	}
+	if ((flags & CLONE_VM) && !(flags & CLONE_THREAD))
+		agile__note_shared_child();
+	return real(fn, stack, flags, arg, parent_tid, tls, child_tid);
 }
 
 /* Enough for any one opening the preload makes: libm, or the state file
@@ -183,6 +277,8 @@ void agile__process_register_atfork(void)
 
 __attribute__((constructor)) static void agile_preload_start(void)
 {
+	/* Even in a program the preload leaves alone, its vfork hook runs. */
+	vfork_bind();
 	/* A setuid or setgid program runs with privileges the user does not
 	 * have; the preload does not touch it (the dynamic loader already
 	 * ignores LD_PRELOAD paths with slashes there, but a library in the

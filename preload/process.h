@@ -37,11 +37,20 @@ void agile__process_register_atfork(void);
  * not yet called exec: it runs in its parent's address space, so the
  * preload's tables are the parent's.  Python's subprocess, for one, closes
  * every descriptor above 2 in such a child with close_range(); the hooks must
- * not take that for the parent closing its own sockets.  Costs a getpid()
- * system call: the hooks ask only on a tracked socket's close, dup2 or
- * connect, never on the fast path.
+ * not take that for the parent closing its own sockets.
+ *
+ * Free until the process has made such a child: vfork(), clone() with
+ * CLONE_VM and without CLONE_THREAD, and the vfork, clone and clone3 system
+ * calls made through syscall() are hooked and set agile__shared_child, which
+ * is never cleared.  From then on each answer costs a getpid() system call
+ * (about 0.3 us), and the hooks ask only on a tracked socket's close, dup2
+ * or connect.  posix_spawn() needs no hook: its child runs inside libc,
+ * where no hook is called.
  */
+extern int agile__shared_child;
 bool agile__in_vfork_child(void);
+/* Set agile__shared_child: a child sharing this memory may now exist. */
+void agile__note_shared_child(void);
 
 /*
  * The preload's own descriptors, when the program has used all it allowed

@@ -28,6 +28,7 @@ static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 static void bind_all(void)
 {
 	agile__enter();
+	BIND(socket, "socket");
 	BIND(connect, "connect");
 	BIND(send, "send");
 	BIND(sendto, "sendto");

@@ -26,6 +26,7 @@
 #define AGILE_EXPORT __attribute__((visibility("default")))
 
 struct agile_libc {
+	int (*socket)(int, int, int);
 	int (*connect)(int, const struct sockaddr *, socklen_t);
 	ssize_t (*send)(int, const void *, size_t, int);
 	ssize_t (*sendto)(int, const void *, size_t, int,

@@ -341,6 +341,8 @@ static bool is_stream_socket(int fd)
 	int type = 0;
 	socklen_t len = sizeof(type);
 
+	if (agile__fd_known_stream(fd))
+		return true;
 	return agile__libc.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type,
 	                              &len) == 0 && type == SOCK_STREAM;
 }

@@ -9,7 +9,9 @@
 # subprocess.run() a kept-alive connection went unpaced (10 requests at 5/s
 # took 0.46 s instead of 2 s) and unmeasured.  Here a C client (vfork, then
 # close() and dup2() over the connection's number in the child; and again
-# with syscall(SYS_close) and syscall(SYS_dup3), hooked as well) and a
+# with syscall(SYS_close) and syscall(SYS_dup3), hooked as well; and, in a
+# process of its own, clone(CLONE_VM | CLONE_VFORK), whose hook is what
+# tells the preload such a child may exist) and a
 # Python client (subprocess.run) each make one request, start /bin/true, and
 # make ten more on the same connection at floor=max=10/s: the ten must take
 # at least 0.8 s (1 s nominal) and all eleven must be samples of one
@@ -21,11 +23,16 @@ client=$builddir/tests/preload/vfork_client
 
 port=$(start_httpd api)
 export AGILE_DEST_API="127.0.0.1:$port max=10 floor=10 initial=10"
-elapsed=$(preloaded "$client" "$port" 10) || fail "vfork_client failed"
-note "C, vfork + close + dup2 in the child: 10 requests in $elapsed s"
-check "v[0] >= 0.8" "the parent's connection is still paced" "$elapsed"
-check "v[0] == 11" "every request is a sample" "$(stat_json api 'd["samples_total"]')"
-check "v[0] == 1" "one connection" "$(stat_json api 'd["connects"]')"
+for how in vfork clone; do
+	rm -f "$AGILE_STATE"
+	elapsed=$(preloaded "$client" "$port" 10 $how) ||
+		fail "vfork_client $how failed"
+	note "C, $how + close + dup2 in the child: 10 requests in $elapsed s"
+	check "v[0] >= 0.8" "the parent's connection is still paced" "$elapsed"
+	check "v[0] == 11" "every request is a sample" \
+		"$(stat_json api 'd["samples_total"]')"
+	check "v[0] == 1" "one connection" "$(stat_json api 'd["connects"]')"
+done
 
 rm -f "$AGILE_STATE"
 cat >"$tmp/spawner.py" <<'PY'
