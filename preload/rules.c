@@ -47,6 +47,10 @@
 
 #define DEST_EXPECTED \
 	"expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path"
+/* A listener is matched by the address its socket is bound to, so neither
+ * a host name nor a Unix path can name one. */
+#define LISTEN_EXPECTED \
+	"expected :PORT, IPv4:PORT, [IPv6]:PORT or CIDR:PORT, such as :8080"
 #define DURATION_EXPECTED "expected a duration such as 250us, 200ms or 1.5s"
 
 /* ------------------------------------------------------------------------ */
@@ -108,7 +112,7 @@ static const struct key_spec keys[] = {
 	{ "anchor", KEY_ANCHOR, CONFIG_FIELD(anchor),
 	  "expected unset, baseline or slo", SCOPE_BOTH },
 	{ "preset", KEY_PRESET, CONFIG_FIELD(preset),
-	  "expected none, balanced, latency-first or throughput-first",
+	  "expected none, balanced, latency-first, throughput-first or seed",
 	  SCOPE_BOTH },
 	{ "tail_factor", KEY_DECIMAL, CONFIG_FIELD(tail_factor),
 	  "expected a decimal number, 0 or more, such as 1.5", SCOPE_BOTH },
@@ -659,8 +663,9 @@ static bool parse_exclude(const char *value, struct agile_resilience_config *c)
 		c->exclude[n][len] = '\0';
 		n++;
 		p += len;
-		if (*p == ',')
-			p++;
+		/* A trailing comma is an empty path, not a separator. */
+		if (*p == ',' && *++p == '\0')
+			return false;
 	}
 	c->exclude_count = n;
 	return true;
@@ -980,7 +985,11 @@ enum dest_error {
 	DEST_UNREADABLE, /* the generic "cannot read destination" */
 	DEST_BAD_PORT,   /* a number outside 1..65535 */
 	DEST_BAD_PREFIX, /* a prefix length past the address family's bits */
-	DEST_TOO_LONG    /* a unix path longer than sun_path */
+	DEST_TOO_LONG,   /* a unix path longer than sun_path */
+	DEST_NO_PORT,    /* an address or name with no ":PORT" after it */
+	DEST_BRACKETS,   /* an IPv6 address without its brackets */
+	DEST_PREFIX_OUTSIDE, /* "[fd00::]/8:443": the length outside them */
+	DEST_NOT_LISTENABLE  /* a listener given a host name or a unix: path */
 };
 
 /* PORT := 1..65535 | *  ->  0 for `*`. */
@@ -1157,6 +1166,10 @@ static enum dest_error parse_dest(const char *text, struct agile_rule *rule)
 
 	if (buf[0] == '[') {
 		char *close = strchr(buf, ']');
+		if (close != NULL && close[1] == '\0')
+			return DEST_NO_PORT;
+		if (close != NULL && close[1] == '/')
+			return DEST_PREFIX_OUTSIDE;
 		if (close == NULL || close[1] != ':')
 			return DEST_UNREADABLE;
 		*close = '\0';
@@ -1171,12 +1184,13 @@ static enum dest_error parse_dest(const char *text, struct agile_rule *rule)
 
 	port_text = strrchr(buf, ':');
 	if (port_text == NULL)
-		return DEST_UNREADABLE;
+		return buf[0] != '\0' && strchr(buf, '=') == NULL ? DEST_NO_PORT
+		                                                 : DEST_UNREADABLE;
 	*port_text++ = '\0';
 	host = buf;
 	/* A second colon means an IPv6 address without its brackets. */
 	if (strchr(host, ':') != NULL)
-		return DEST_UNREADABLE;
+		return DEST_BRACKETS;
 	e = parse_port(port_text, &rule->port);
 	if (e != DEST_OK)
 		return e;
@@ -1198,27 +1212,50 @@ static enum dest_error parse_dest(const char *text, struct agile_rule *rule)
 }
 
 static void report_dest(struct reporter *r, const char *text,
-                        enum dest_error e)
+                        enum dest_error e, bool inbound)
 {
+	const char *what = inbound ? "listening address" : "destination";
+
 	switch (e) {
+	case DEST_NO_PORT:
+		report(r, "%s \"%.*s\" has no port; %s", what, QUOTE_MAX, text,
+		       inbound ? LISTEN_EXPECTED
+		               : "expected ADDRESS:PORT, with PORT from 1 to "
+		                 "65535 or *");
+		break;
+	case DEST_BRACKETS:
+		report(r, "%s \"%.*s\": an IPv6 address needs brackets; "
+		       "expected [IPv6]:PORT such as [::1]:5432", what, QUOTE_MAX,
+		       text);
+		break;
+	case DEST_PREFIX_OUTSIDE:
+		report(r, "%s \"%.*s\": the prefix length goes inside the "
+		       "brackets; expected [IPv6/LEN]:PORT such as "
+		       "[fd00::/8]:443", what, QUOTE_MAX, text);
+		break;
 	case DEST_BAD_PORT:
-		report(r, "destination \"%.*s\": the port is out of range; "
-		       "expected 1 to 65535, or * for any port", QUOTE_MAX, text);
+		report(r, "%s \"%.*s\": the port is out of range; expected 1 to "
+		       "65535, or * for any port", what, QUOTE_MAX, text);
 		break;
 	case DEST_BAD_PREFIX:
-		report(r, "destination \"%.*s\": the prefix length is out of "
-		       "range; expected /0 to /32 for IPv4 and /0 to /128 for "
-		       "IPv6", QUOTE_MAX, text);
+		report(r, "%s \"%.*s\": the prefix length is out of range; "
+		       "expected /0 to /32 for IPv4 and /0 to /128 for IPv6",
+		       what, QUOTE_MAX, text);
 		break;
 	case DEST_TOO_LONG:
-		report(r, "destination \"%.*s\": the path is too long; expected "
-		       "at most %zu bytes", QUOTE_MAX, text,
+		report(r, "%s \"%.*s\": the path is too long; expected at most "
+		       "%zu bytes", what, QUOTE_MAX, text,
 		       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+		break;
+	case DEST_NOT_LISTENABLE:
+		report(r, "listening address \"%.*s\": a listener is matched "
+		       "by the address its socket is bound to, never by a host "
+		       "name or a path; " LISTEN_EXPECTED, QUOTE_MAX, text);
 		break;
 	case DEST_OK:
 	case DEST_UNREADABLE:
-		report(r, "cannot read destination \"%.*s\"; " DEST_EXPECTED,
-		       QUOTE_MAX, text);
+		report(r, "cannot read %s \"%.*s\"; %s", what, QUOTE_MAX, text,
+		       inbound ? LISTEN_EXPECTED : DEST_EXPECTED);
 		break;
 	}
 }
@@ -1369,14 +1406,17 @@ static int parse_rule(const char *var, const char *name, const char *value,
 
 	if (!next_word(&p, word, sizeof(word))) {
 		/* An empty value: nothing else to say about it. */
-		report(&r, "no destination; " DEST_EXPECTED);
+		report(&r, "no %s; %s", inbound ? "listening address"
+		                                : "destination",
+		       inbound ? LISTEN_EXPECTED : DEST_EXPECTED);
 		return r.errors;
 	}
 	if (looks_like_setting(word)) {
 		/* A forgotten destination: say so, and still read the settings
 		 * so every other mistake is reported in the same run. */
-		report(&r, "no destination before \"%.*s\"; " DEST_EXPECTED,
-		       QUOTE_MAX, word);
+		report(&r, "no %s before \"%.*s\"; %s",
+		       inbound ? "listening address" : "destination", QUOTE_MAX,
+		       word, inbound ? LISTEN_EXPECTED : DEST_EXPECTED);
 		p = value;
 		dest_ok = false;
 	} else {
@@ -1388,12 +1428,15 @@ static int parse_rule(const char *var, const char *name, const char *value,
 			memmove(word + 1, word, strlen(word) + 1);
 			word[0] = '*';
 		}
-		e = inbound && strncmp(word, "unix:", 5) == 0 ? DEST_UNREADABLE
-		                                               : parse_dest(word,
-		                                                            out);
+		e = parse_dest(word, out);
+		/* A listener is matched by the address its socket is bound
+		 * to (agile_rules_match_listen), which no host name or path
+		 * ever equals: refuse one rather than never match. */
+		if (e == DEST_OK && inbound && out->kind != AGILE_DEST_INET)
+			e = DEST_NOT_LISTENABLE;
 		dest_ok = e == DEST_OK;
 		if (!dest_ok)
-			report_dest(&r, word, e);
+			report_dest(&r, out->dest_text, e, inbound);
 	}
 
 	while (next_word(&p, word, sizeof(word))) {

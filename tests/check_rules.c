@@ -351,6 +351,34 @@ START_TEST(dest_unreadable_forms)
 }
 END_TEST
 
+/* The likely slips get a message that says what to change, not only the
+ * list of forms: an IPv6 address without brackets, a prefix length outside
+ * them, an address without a port. */
+START_TEST(dest_specific_messages)
+{
+	ck_assert_only_message(
+		"::1:5432 max=10",
+		"AGILE_DEST_API: destination \"::1:5432\": an IPv6 address needs "
+		"brackets; expected [IPv6]:PORT such as [::1]:5432");
+	ck_assert(!rule.enabled);
+	ck_assert_only_message(
+		"[fd00::]/8:443 max=10",
+		"AGILE_DEST_API: destination \"[fd00::]/8:443\": the prefix length "
+		"goes inside the brackets; expected [IPv6/LEN]:PORT such as "
+		"[fd00::/8]:443");
+	ck_assert(!rule.enabled);
+	ck_assert_only_message(
+		"127.0.0.1 max=10",
+		"AGILE_DEST_API: destination \"127.0.0.1\" has no port; expected "
+		"ADDRESS:PORT, with PORT from 1 to 65535 or *");
+	ck_assert(!rule.enabled);
+	ck_assert_int_eq(parse("[::1] max=10"), 1);
+	ck_assert_said("destination \"[::1]\" has no port");
+	ck_assert_int_eq(parse("api.example.com max=10"), 1);
+	ck_assert_said("destination \"api.example.com\" has no port");
+}
+END_TEST
+
 START_TEST(dest_port_out_of_range)
 {
 	ck_assert_only_message(
@@ -485,7 +513,8 @@ START_TEST(keys_preset_values)
 	ck_assert_only_message(
 		"127.0.0.1:80 max=7 preset=fastest",
 		"AGILE_DEST_API: key \"preset\": \"fastest\" is not a preset; "
-		"expected none, balanced, latency-first or throughput-first");
+		"expected none, balanced, latency-first, throughput-first or "
+		"seed");
 	ck_assert(rule.enabled);
 	ck_assert_int_eq(rule.config.preset, AGILE_PRESET_NONE);
 }
@@ -1429,6 +1458,12 @@ START_TEST(resilience_errors)
 	                       "AGILE_DEST_API: key \"exclude\": \"health\" is not "
 	                       "valid; expected a comma-separated list of at most "
 	                       "8 paths such as /health,/metrics");
+	/* A trailing comma is an empty path, not a list of one. */
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=http exclude=/a,",
+	                       "AGILE_DEST_API: key \"exclude\": \"/a,\" is not "
+	                       "valid; expected a comma-separated list of at most "
+	                       "8 paths such as /health,/metrics");
+	ck_assert_uint_eq(rule.resilience.exclude_count, 0);
 	ck_assert_only_message("127.0.0.1:80 max=5 proto=http exclude=/h "
 	                       "over=later",
 	                       "AGILE_DEST_API: key \"over\": \"later\" is not "
@@ -1486,6 +1521,54 @@ START_TEST(listen_rules)
 }
 END_TEST
 
+/* One AGILE_LISTEN_WEB value into the static rule and messages. */
+static int parse_listen(const char *value)
+{
+	memset(&msgs, 0, sizeof(msgs));
+	return agile_listen_parse("AGILE_LISTEN_WEB", "web", value, &rule,
+	                          collect, &msgs);
+}
+
+/* A listener is matched by the address its listening socket is bound to
+ * (agile_rules_match_listen only looks at address rules), so a host name
+ * or a unix: path was accepted and then never matched: the server ran
+ * unprotected without a word.  Both are refused, and every message about
+ * a listener's address lists the forms a listener takes. */
+START_TEST(listen_address_forms)
+{
+	ck_assert_int_eq(parse_listen("localhost:8080 max=50"), 1);
+	ck_assert_str_eq(msgs.line[0],
+	                 "AGILE_LISTEN_WEB: listening address \"localhost:8080\": "
+	                 "a listener is matched by the address its socket is "
+	                 "bound to, never by a host name or a path; expected "
+	                 ":PORT, IPv4:PORT, [IPv6]:PORT or CIDR:PORT, such as "
+	                 ":8080");
+	ck_assert(!rule.enabled);
+	ck_assert_int_eq(parse_listen("unix:/run/app.sock max=50"), 1);
+	ck_assert_said("listening address \"unix:/run/app.sock\": a listener "
+	               "is matched by the address");
+	ck_assert(!rule.enabled);
+	ck_assert_int_eq(parse_listen("8080 max=50"), 1);
+	ck_assert_str_eq(msgs.line[0],
+	                 "AGILE_LISTEN_WEB: listening address \"8080\" has no "
+	                 "port; expected :PORT, IPv4:PORT, [IPv6]:PORT or "
+	                 "CIDR:PORT, such as :8080");
+	ck_assert_int_eq(parse_listen("max=50"), 1);
+	ck_assert_said("no listening address before \"max=50\"; expected :PORT");
+	ck_assert_int_eq(parse_listen(":80x max=50"), 1);
+	ck_assert_str_eq(msgs.line[0],
+	                 "AGILE_LISTEN_WEB: cannot read listening address "
+	                 "\":80x\"; expected :PORT, IPv4:PORT, [IPv6]:PORT or "
+	                 "CIDR:PORT, such as :8080");
+	ck_assert_int_eq(parse_listen("[::]:8080 max=50"), 0);
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(parse_listen("0.0.0.0:8080 max=50"), 0);
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(parse_listen("10.0.0.0/8:8080 max=50"), 0);
+	ck_assert(rule.enabled);
+}
+END_TEST
+
 /* The law a clean AGILE_LISTEN_WEB value gives its listener's cap. */
 static uint32_t web_law(const char *value)
 {
@@ -1539,6 +1622,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(dest, dest_port_out_of_range);
 	tcase_add_test(dest, dest_prefix_out_of_range);
 	tcase_add_test(dest, dest_missing);
+	tcase_add_test(dest, dest_specific_messages);
 	suite_add_tcase(s, dest);
 
 	tcase_add_test(keys, keys_every_one);
@@ -1603,6 +1687,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(resilience, resilience_errors);
 	tcase_add_test(resilience, listen_rules);
 	tcase_add_test(resilience, listen_law);
+	tcase_add_test(resilience, listen_address_forms);
 	suite_add_tcase(s, resilience);
 	return s;
 }

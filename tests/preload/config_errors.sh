@@ -86,7 +86,7 @@ API|127.0.0.1:8080 max=500 floor=600|AGILE_DEST_API: floor (600) is above max (5
 API|127.0.0.1: max=500|AGILE_DEST_API: cannot read destination "127.0.0.1:"; expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path
 DB|[::1]:5432 floor=5|AGILE_DEST_DB: key "max" is missing; expected max=N, a whole number of requests per second greater than 0
 DB|[::1]:5432 max=200 pace=stream|AGILE_DEST_DB: key "pace": "stream" is not a pace; expected request or connect
-DB|[::1]:5432 max=200 preset=fast|AGILE_DEST_DB: key "preset": "fast" is not a preset; expected none, balanced, latency-first or throughput-first
+DB|[::1]:5432 max=200 preset=fast|AGILE_DEST_DB: key "preset": "fast" is not a preset; expected none, balanced, latency-first, throughput-first or seed
 DB|[::1]:5432 max=200 anchor=p99|AGILE_DEST_DB: key "anchor": "p99" is not an anchor; expected unset, baseline or slo
 DB|[::1]:5432 max=200 deadband=wide|AGILE_DEST_DB: key "deadband": "wide" is not a number; expected a decimal number, 0 or more, such as 0.1
 DB|[::1]:5432 max=200 tick=5h|AGILE_DEST_DB: key "tick": "5h" has an unknown unit; expected a duration such as 250us, 200ms or 1.5s
