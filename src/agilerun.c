@@ -19,6 +19,7 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <elf.h>
 #include <err.h>
 #include <errno.h>
@@ -29,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,16 +50,24 @@
 
 static bool verbose;
 
+/* The NAMEs of the -d options read so far, lower-cased as agilestat shows
+ * them: two -d of one NAME would set one variable twice, and the second
+ * would silently replace the first. */
+static char spec_names[AGILE_RULES_MAX][AGILE_RULE_NAME_MAX];
+static int spec_count;
+
 static void usage(FILE *out)
 {
 	fprintf(out,
 	        "usage: agilerun -d 'NAME=DEST key=value...' [-d ...] [-s STATE] "
 	        "[-v] -- CMD [ARG...]\n"
-	        "  -d SPEC   throttle calls to DEST, shown as NAME by agilestat\n"
-	        "            (sets AGILE_DEST_<NAME>); may be repeated\n"
-	        "  -s STATE  the shared state file (sets AGILE_STATE)\n"
-	        "  -v        print the environment set and the command run\n"
-	        "  -h        print this help\n"
+	        "  -d, --dest SPEC    throttle calls to DEST, shown as NAME by\n"
+	        "                     agilestat (sets AGILE_DEST_<NAME>); up to "
+	        "32 times\n"
+	        "  -s, --state STATE  the shared state file (sets AGILE_STATE)\n"
+	        "  -v, --verbose      print the environment set and the command "
+	        "run\n"
+	        "  -h, --help         print this help\n"
 	        "DEST is IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or "
 	        "unix:/path;\nsee agilepreload(7) for the keys.\n");
 }
@@ -111,6 +121,20 @@ static int apply_spec(const char *spec)
 	}
 	memcpy(name, spec, len);
 	name[len] = '\0';
+	for (int i = 0; i < spec_count; i++) {
+		if (strcasecmp(spec_names[i], name) == 0) {
+			warnx("-d \"%s\": the name is given twice (names are "
+			      "compared without case); expected each NAME once",
+			      name);
+			return 1;
+		}
+	}
+	if (spec_count < AGILE_RULES_MAX) {
+		for (size_t i = 0; i <= len; i++)
+			spec_names[spec_count][i] =
+				(char)tolower((unsigned char)name[i]);
+		spec_count++;
+	}
 	agile_rule_var(name, var, sizeof(var));
 
 	problems = agile_rule_parse(var, name, eq + 1, &rule, print_problem,
@@ -118,6 +142,26 @@ static int apply_spec(const char *spec)
 	if (problems == 0)
 		set_variable(var, eq + 1);
 	return problems;
+}
+
+/* The preload reads at most AGILE_RULES_MAX rules and ignores the rest,
+ * so more of them, -d and exported variables together, is an error here
+ * rather than a destination silently left unthrottled.  Returns the
+ * number of problems reported (0 or 1). */
+static int count_rules(void)
+{
+	int count = 0;
+
+	for (char **e = environ; *e != NULL; e++)
+		if (strncmp(*e, "AGILE_DEST_", 11) == 0 ||
+		    strncmp(*e, "AGILE_LISTEN_", 13) == 0)
+			count++;
+	if (count <= AGILE_RULES_MAX)
+		return 0;
+	warnx("%d destinations and listeners (-d and AGILE_DEST_* or "
+	      "AGILE_LISTEN_* variables); expected at most %d, the most one "
+	      "process reads", count, AGILE_RULES_MAX);
+	return 1;
 }
 
 /* AGILE_STATE as an absolute path: the command may chdir before it opens
@@ -389,6 +433,8 @@ int main(int argc, char **argv)
 			state = optarg;
 		}
 	}
+	if (problems == 0)
+		problems = count_rules();
 	if (problems > 0)
 		errx(EXIT_CONFIG, "%d configuration error%s; nothing was run",
 		     problems, problems == 1 ? "" : "s");

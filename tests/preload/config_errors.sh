@@ -192,6 +192,39 @@ agilerun: -d "x-y": the name may hold only letters, digits and '_'
 agilerun: 3 configuration errors; nothing was run
 EOF
 
+# Two -d of one NAME (compared without case, as the variable is upper-cased)
+# would set one variable twice, the second silently replacing the first; and
+# the preload reads at most 32 rules, ignoring the rest.  Both are refused.
+status=0
+env -i PATH="$PATH" "$agilerun" -d 'api=127.0.0.1:1 max=5' \
+	-d 'API=127.0.0.1:2 max=7' -- sh -c 'echo main ran' \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, one NAME twice" 2 "$status"
+expect_empty "agilerun, one NAME twice: nothing runs" "$tmp/out"
+expect_file "agilerun, one NAME twice" "$tmp/err" <<'EOF'
+agilerun: -d "API": the name is given twice (names are compared without case); expected each NAME once
+agilerun: 1 configuration error; nothing was run
+EOF
+set --
+i=0
+while [ "$i" -lt 32 ]; do
+	i=$((i + 1))
+	set -- "$@" -d "d$i=127.0.0.1:$i max=5"
+done
+status=0
+env -i PATH="$PATH" "$agilerun" "$@" -- sh -c 'echo main ran' \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, 32 -d" 0 "$status"
+status=0
+env -i PATH="$PATH" AGILE_LISTEN_WEB=':8080 max=5' "$agilerun" "$@" -- \
+	sh -c 'echo main ran' >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, 32 -d and a listener" 2 "$status"
+expect_empty "agilerun, 33 rules: nothing runs" "$tmp/out"
+expect_file "agilerun, 33 rules" "$tmp/err" <<'EOF'
+agilerun: 33 destinations and listeners (-d and AGILE_DEST_* or AGILE_LISTEN_* variables); expected at most 32, the most one process reads
+agilerun: 1 configuration error; nothing was run
+EOF
+
 # A good -d: the variables are set and the command's status comes back.
 status=0
 env -i PATH="$PATH" "$agilerun" -d "api=127.0.0.1:$closed_port max=500" \
