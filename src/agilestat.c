@@ -147,6 +147,31 @@ static void print_ms(const char *label, double ns)
 		printf("  %s %.1fms", label, ns / AGILE_NS_PER_MS);
 }
 
+/* The tail guard as configured: the ratio guard's smoothed share and the
+ * threshold it is compared with, or the quantile guard's target, or off.
+ * Only the ratio guard keeps a share; the others showed "0.000 / 0.000". */
+static void print_tail(const struct agile_stats *st,
+                       const struct agile_resolved *c)
+{
+	char target[32];
+	double target_ns;
+
+	if (c->slo_ns <= 0) {
+		printf("tail guard off (no slo)\n");
+		return;
+	}
+	if (c->tail_tolerance > 0) {
+		printf("tail %.3f / %.3f\n", st->tail_ratio, st->tail_threshold);
+		return;
+	}
+	/* A file's values are not trusted: saturate rather than overflow. */
+	target_ns = (double)c->slo_ns * c->tail_factor;
+	if (!(target_ns < 9.2e18))
+		target_ns = 9.2e18;
+	agile_duration_format((int64_t)target_ns, target, sizeof(target));
+	printf("tail guard p99 > %s\n", target);
+}
+
 static void print_table(const struct view *v, int n)
 {
 	if (n == 0) {
@@ -173,12 +198,10 @@ static void print_table(const struct view *v, int n)
 		print_ms("p99", (double)st->p99_ns);
 		print_ms("fast", (double)st->fast_ns);
 		print_ms("baseline", (double)st->baseline_ns);
-		printf("\n  samples %llu last tick, %llu total  tail %.3f / "
-		       "%s%.3f\n",
+		printf("\n  samples %llu last tick, %llu total  ",
 		       (unsigned long long)st->samples,
-		       (unsigned long long)st->totals.samples, st->tail_ratio,
-		       st->tail_threshold > 0 ? "" : "quantile ",
-		       st->tail_threshold);
+		       (unsigned long long)st->totals.samples);
+		print_tail(st, c);
 		printf("  connects %llu  unreachable %llu  truncated %llu\n",
 		       (unsigned long long)v->connects,
 		       (unsigned long long)v->unreachable,
@@ -489,7 +512,22 @@ static void usage(FILE *out)
 	        "  -p, --prometheus     Prometheus text exposition format\n"
 	        "  -w, --watch SECONDS  refresh in place, with sparklines\n"
 	        "  -H, --history        the last 120 ticks as CSV\n"
-	        "  -c, --config         each destination's resolved configuration\n");
+	        "  -c, --config         each destination's resolved configuration\n"
+	        "  -h, --help           print this help\n");
+}
+
+/* One output format per run: a second one would silently win. */
+static void set_output(enum output *output, enum output want)
+{
+	static const char *const names[] = {
+		[OUT_JSON] = "--json", [OUT_PROMETHEUS] = "--prometheus",
+		[OUT_HISTORY] = "--history", [OUT_CONFIG] = "--config",
+	};
+
+	if (*output != OUT_TABLE && *output != want)
+		errx(2, "%s and %s: expected one output format", names[*output],
+		     names[want]);
+	*output = want;
 }
 
 int main(int argc, char **argv)
@@ -520,10 +558,10 @@ int main(int argc, char **argv)
 			if (strlcpy(path, optarg, sizeof(path)) >= sizeof(path))
 				errx(2, "state path too long");
 			break;
-		case 'j': output = OUT_JSON; break;
-		case 'p': output = OUT_PROMETHEUS; break;
-		case 'H': output = OUT_HISTORY; break;
-		case 'c': output = OUT_CONFIG; break;
+		case 'j': set_output(&output, OUT_JSON); break;
+		case 'p': set_output(&output, OUT_PROMETHEUS); break;
+		case 'H': set_output(&output, OUT_HISTORY); break;
+		case 'c': set_output(&output, OUT_CONFIG); break;
 		case 'w':
 			watch_seconds = (unsigned int)strtonum(optarg, 1, 3600,
 			                                       &errstr);
@@ -536,9 +574,14 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc) {
+		warnx("unexpected argument \"%s\"; agilestat takes options "
+		      "only", argv[optind]);
 		usage(stderr);
 		return 2;
 	}
+	if (watch_seconds > 0 && output != OUT_TABLE)
+		errx(2, "--watch redraws the table; expected it without "
+		     "--json, --prometheus, --history or --config");
 	if (watch_seconds > 0) {
 		watch(path, watch_seconds);
 		return 0;

@@ -127,6 +127,7 @@ static double seconds(int64_t ns)
 
 void agilestat_resilience_table(const struct agile_state_slot *s)
 {
+	char period[32], span[32];
 	struct reading r;
 
 	read_region(s, &r);
@@ -155,16 +156,20 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 		       "%llu  failures %llu  successes %llu\n", r.breaker_ratio,
 		       ULL(r.breaker_allowed), ULL(r.breaker_refused),
 		       ULL(r.breaker_failures), ULL(r.breaker_passes));
+	/* Periods print as written (1d, 1.5s, 250ms), not rounded to whole
+	 * seconds, which showed window=100/250ms as "per 0s". */
+	agile_duration_format(r.quota_period_ns, period, sizeof(period));
+	agile_duration_format(r.window_span_ns, span, sizeof(span));
 	if (r.features & AGILE_FEATURE_QUOTA)
-		printf("  quota %d per %.0fs%s: %d left, resets in %.1fs  "
+		printf("  quota %d per %s%s: %d left, resets in %.1fs  "
 		       "refused %llu  waited %llu\n", (int)r.quota,
-		       seconds(r.quota_period_ns), r.quota_align ? " aligned" : "",
+		       period, r.quota_align ? " aligned" : "",
 		       (int)r.quota_left, seconds(r.quota_reset_ns),
 		       ULL(r.quota_refused), ULL(r.quota_waited));
 	if (r.features & AGILE_FEATURE_WINDOW)
-		printf("  window %d per %.0fs: %d left, room in %.1fs  refused "
+		printf("  window %d per %s: %d left, room in %.1fs  refused "
 		       "%llu  waited %llu\n", (int)r.window,
-		       seconds(r.window_span_ns), (int)r.window_left,
+		       span, (int)r.window_left,
 		       seconds(r.window_next_ns), ULL(r.window_refused),
 		       ULL(r.window_waited));
 	if (r.features & AGILE_FEATURE_HTTP)

@@ -9,7 +9,8 @@
 # processes; --json must carry the documented keys; --prometheus a HELP and
 # a TYPE line for every metric and a sample per destination; --history a CSV
 # header and one row per tick; --config the resolved configuration; --watch
-# must redraw in place with sparklines.
+# must redraw in place with sparklines; two output formats at once are
+# refused.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 
@@ -38,6 +39,21 @@ cat "$tmp/table"
 grep -q "^api  127.0.0.1:$port  pace=request  live processes 1 ($client)" "$tmp/table" ||
 	fail "table: no live client line"
 grep -q "BLIND" "$tmp/table" || fail "table: an idle live process is not reported blind"
+# Without an slo the tail guard is off: the table says so instead of the
+# ratio guard's "0.000 / 0.000", which read as a guard in force.
+grep -q "total  tail guard off (no slo)$" "$tmp/table" ||
+	fail "table: the tail guard without an slo is not shown as off"
+
+# Two output formats, --watch with one, or a stray argument: refused with
+# status 2 and a line that says why, rather than the last one silently
+# winning.
+for args in "--json --prometheus" "--watch 1 --json" "json"; do
+	status=0
+	# shellcheck disable=SC2086 # the words are the options
+	"$AGILESTAT" $args >"$tmp/out" 2>"$tmp/err" || status=$?
+	[ "$status" -eq 2 ] && [ ! -s "$tmp/out" ] && grep -q "^agilestat: " "$tmp/err" ||
+		fail "agilestat $args: status $status, stderr: $(cat "$tmp/err")"
+done
 
 "$AGILESTAT" --json >"$tmp/json" || fail "agilestat --json failed"
 python3 - "$tmp/json" <<'PY' || fail "--json lacks documented keys: $(cat "$tmp/json")"

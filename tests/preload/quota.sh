@@ -73,7 +73,7 @@ check "v[0] == 1 and v[1] == 1" "an aligned quota holds across runs too" "$1" "$
 reset=$(stat_json day 'd["quota"]["reset_s"]')
 midnight=$(python3 -c 'import time; print(86400 - time.time() % 86400)')
 check "abs(v[0] - v[1]) < 5" "an aligned daily quota resets at 00:00 UTC" "$reset" "$midnight"
-"$AGILESTAT" | grep -q '^  quota 10 per 3600s: 0 left, resets in ' ||
+"$AGILESTAT" | grep -q '^  quota 10 per 1h: 0 left, resets in ' ||
 	fail "agilestat's table does not show what is left and when it resets"
 "$AGILESTAT" --prometheus | grep -q '^agile_quota_reset_seconds{name="api",' ||
 	fail "agilestat --prometheus has no agile_quota_reset_seconds series"
