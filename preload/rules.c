@@ -169,7 +169,8 @@ static const struct key_spec keys[] = {
 	{ "proto", KEY_RESILIENCE, 0, "expected http or none", SCOPE_BOTH },
 	{ "exclude", KEY_RESILIENCE, 0,
 	  "expected a comma-separated list of at most "
-	  AGILE_STRINGIFY(AGILE_EXCLUDE_MAX) " paths such as /health,/metrics",
+	  AGILE_STRINGIFY(AGILE_EXCLUDE_MAX) " paths such as /health,/metrics, "
+	  "each at most 47 characters",
 	  SCOPE_BOTH },
 	{ "connect_timeout", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
 	{ "retry", KEY_RESILIENCE, 0,
@@ -1403,6 +1404,12 @@ static int parse_rule(const char *var, const char *name, const char *value,
 	if (strlen(name) >= sizeof(out->name))
 		report(&r, "the name is longer than %zu characters; agilestat "
 		       "shows it as \"%s\"", sizeof(out->name) - 1, out->name);
+	/* agilerun refuses such a NAME; a variable set some other way (env,
+	 * a service unit) is told the same, and its rule still applies. */
+	if (strspn(name, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	                 "0123456789_") < strlen(name))
+		report(&r, "the name may hold only letters, digits and '_'; "
+		       "agilestat shows it as \"%s\"", out->name);
 
 	if (!next_word(&p, word, sizeof(word))) {
 		/* An empty value: nothing else to say about it. */

@@ -934,6 +934,27 @@ START_TEST(long_name_is_cut_and_reported)
 }
 END_TEST
 
+/* A NAME that agilerun would refuse ("my-api", set with env(1) or a
+ * service unit) is reported too; the rule still applies. */
+START_TEST(name_characters_reported)
+{
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_my-api", "my-api",
+	                                  "127.0.0.1:80 max=5", &rule, collect,
+	                                  &msgs),
+	                 1);
+	ck_assert_str_eq(msgs.line[0],
+	                 "AGILE_DEST_my-api: the name may hold only letters, "
+	                 "digits and '_'; agilestat shows it as \"my-api\"");
+	ck_assert(rule.enabled);
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_Api_2", "Api_2",
+	                                  "127.0.0.1:80 max=5", &rule, collect,
+	                                  &msgs),
+	                 0);
+}
+END_TEST
+
 START_TEST(variable_name_of_a_rule)
 {
 	char var[32];
@@ -1457,12 +1478,21 @@ START_TEST(resilience_errors)
 	ck_assert_only_message("127.0.0.1:80 max=5 exclude=health",
 	                       "AGILE_DEST_API: key \"exclude\": \"health\" is not "
 	                       "valid; expected a comma-separated list of at most "
-	                       "8 paths such as /health,/metrics");
+	                       "8 paths such as /health,/metrics, each at most 47 "
+	                       "characters");
+	/* A path of 48 characters does not fit its slot. */
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 proto=http exclude=/"
+	                       "12345678901234567890123456789012345678901234567"),
+	                 1);
+	ck_assert_said("each at most 47 characters");
+	parse_ok("127.0.0.1:80 max=5 proto=http exclude=/"
+	         "1234567890123456789012345678901234567890123456");
 	/* A trailing comma is an empty path, not a list of one. */
 	ck_assert_only_message("127.0.0.1:80 max=5 proto=http exclude=/a,",
 	                       "AGILE_DEST_API: key \"exclude\": \"/a,\" is not "
 	                       "valid; expected a comma-separated list of at most "
-	                       "8 paths such as /health,/metrics");
+	                       "8 paths such as /health,/metrics, each at most 47 "
+	                       "characters");
 	ck_assert_uint_eq(rule.resilience.exclude_count, 0);
 	ck_assert_only_message("127.0.0.1:80 max=5 proto=http exclude=/h "
 	                       "over=later",
@@ -1652,6 +1682,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(errors, duplicate_key_keeps_first);
 	tcase_add_test(errors, bad_settings_keep_defaults);
 	tcase_add_test(errors, long_name_is_cut_and_reported);
+	tcase_add_test(errors, name_characters_reported);
 	tcase_add_test(errors, no_callback_is_fine);
 	tcase_add_test(errors, variable_name_of_a_rule);
 	suite_add_tcase(s, errors);
