@@ -341,7 +341,7 @@ void agile__inbound_after_recv(struct agile_fd *t, ssize_t result,
 		const struct agile_resilience_config *c =
 			&agile__destinations_rule(t->dest)->resilience;
 
-		if (c->http)
+		if (c->proto == AGILE_PROTO_HTTP)
 			agile__http_request(t, c, data, len < (size_t)result
 			                                ? len : (size_t)result);
 	}
@@ -390,7 +390,7 @@ void agile__inbound_after_send(struct agile_fd *t, ssize_t result,
 	took = now - start;
 	flags = __atomic_fetch_and(&t->flags, (uint8_t)~AGILE_FD_EXCLUDED,
 	                           __ATOMIC_ACQ_REL);
-	status = c->http ? agile__http_status(data, len < (size_t)result
+	status = c->proto == AGILE_PROTO_HTTP ? agile__http_status(data, len < (size_t)result
 	                                            ? len : (size_t)result)
 	                 : 0;
 	settle_shedder(t, &s->resilience, true, start, now);

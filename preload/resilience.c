@@ -14,7 +14,8 @@
 bool agile_resilience_any(const struct agile_resilience_config *c)
 {
 	return c->conc_mode != AGILE_CONC_OFF || c->breaker || c->quota > 0 ||
-	       c->window > 0 || c->http || c->connect_timeout_ns > 0 ||
+	       c->window > 0 || c->proto == AGILE_PROTO_HTTP ||
+	       c->connect_timeout_ns > 0 ||
 	       c->retry > 0 || c->key_rate > 0 || c->inbound;
 }
 
@@ -65,7 +66,7 @@ static uint32_t features_of(const struct agile_resilience_config *c)
 		f |= AGILE_FEATURE_QUOTA;
 	if (c->window > 0)
 		f |= AGILE_FEATURE_WINDOW;
-	if (c->http)
+	if (c->proto == AGILE_PROTO_HTTP)
 		f |= AGILE_FEATURE_HTTP;
 	if (c->connect_timeout_ns > 0 || c->retry > 0)
 		f |= AGILE_FEATURE_CONNECT;

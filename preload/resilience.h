@@ -59,6 +59,14 @@ enum agile_over {
 	AGILE_OVER_WAIT        /* over quota: connect waits for room */
 };
 
+/* proto=: what the preload reads of the protocol a destination speaks. */
+enum agile_proto {
+	AGILE_PROTO_NONE = 0, /* nothing */
+	AGILE_PROTO_HTTP,     /* HTTP/1.x verdicts and exclude= (http.c) */
+	AGILE_PROTO_REDIS,    /* QUIT is no request (goodbye.c) */
+	AGILE_PROTO_POSTGRES  /* Terminate is no request (goodbye.c) */
+};
+
 enum agile_shed_response {
 	AGILE_SHED_CLOSE = 0,  /* a shed connection is closed at once */
 	AGILE_SHED_HTTP        /* it is answered with shed_status first */
@@ -84,8 +92,8 @@ struct agile_resilience_config {
 	int32_t window;              /* 0: no sliding window */
 	uint32_t over;               /* enum agile_over */
 	int64_t window_span_ns;
-	/* proto=http, exclude= */
-	uint32_t http;               /* 1: proto=http */
+	/* proto=, exclude= */
+	uint32_t proto;              /* enum agile_proto */
 	uint32_t exclude_count;
 	char exclude[AGILE_EXCLUDE_MAX][AGILE_EXCLUDE_LEN];
 	/* connect_timeout=, retry= */

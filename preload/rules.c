@@ -166,7 +166,8 @@ static const struct key_spec keys[] = {
 	  "expected N/SPAN such as 100/1m, with N from 1 to "
 	  AGILE_STRINGIFY(AGILE_STATE_WINDOW_MAX), SCOPE_DEST },
 	{ "over", KEY_RESILIENCE, 0, "expected refuse or wait", SCOPE_DEST },
-	{ "proto", KEY_RESILIENCE, 0, "expected http or none", SCOPE_BOTH },
+	{ "proto", KEY_RESILIENCE, 0, "expected http, redis, postgres or none",
+	  SCOPE_BOTH },
 	{ "exclude", KEY_RESILIENCE, 0,
 	  "expected a comma-separated list of at most "
 	  AGILE_STRINGIFY(AGILE_EXCLUDE_MAX) " paths such as /health,/metrics, "
@@ -784,9 +785,13 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 			ok = false;
 	} else if (strcmp(name, "proto") == 0) {
 		if (strcmp(value, "http") == 0)
-			c->http = 1;
+			c->proto = AGILE_PROTO_HTTP;
+		else if (strcmp(value, "redis") == 0)
+			c->proto = AGILE_PROTO_REDIS;
+		else if (strcmp(value, "postgres") == 0)
+			c->proto = AGILE_PROTO_POSTGRES;
 		else if (strcmp(value, "none") == 0)
-			c->http = 0;
+			c->proto = AGILE_PROTO_NONE;
 		else
 			ok = false;
 	} else if (strcmp(name, "exclude") == 0) {
@@ -870,7 +875,14 @@ static void check_resilience(struct reporter *r, struct agile_rule *rule)
 	if (c->keys > 0 && c->key_rate <= 0)
 		report(r, "key \"keys\" has no effect without key_rate; expected "
 		       "key_rate=R as well");
-	if (c->exclude_count > 0 && !c->http)
+	if (rule->inbound && (c->proto == AGILE_PROTO_REDIS ||
+	                      c->proto == AGILE_PROTO_POSTGRES)) {
+		report(r, "key \"proto\": %s applies to AGILE_DEST_ variables "
+		       "only; expected http or none on a listener",
+		       c->proto == AGILE_PROTO_REDIS ? "redis" : "postgres");
+		c->proto = AGILE_PROTO_NONE;
+	}
+	if (c->exclude_count > 0 && c->proto != AGILE_PROTO_HTTP)
 		report(r, "key \"exclude\" has no effect without proto=http; "
 		       "expected proto=http as well");
 	if (c->shed_response == AGILE_SHED_CLOSE && c->retry_after_ns > 0)

@@ -21,6 +21,7 @@
 #include "destinations.h"
 #include "inbound.h"
 #include "fleet.h"
+#include "goodbye.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -501,16 +502,27 @@ static size_t iov_total(const struct iovec *iov, int count)
 	return n;
 }
 
+/* Is this send proto=redis's QUIT or proto=postgres's Terminate, which
+ * ends the session and is no request (goodbye.c)? */
+static bool is_goodbye(const struct agile_fd *t, const struct iovec *iov,
+                       int count)
+{
+	const struct agile_rule *rule = agile__destinations_rule(t->dest);
+
+	return agile__goodbye(rule->resilience.proto, iov, count);
+}
+
 /* Would sending these bytes start a request (or the handshake), and so
  * possibly wait for a grant?  TLS handshake records, alerts and TLS 1.3's
- * close_notify do not (tls.h); every send on a plain socket may. */
+ * close_notify do not (tls.h), nor a declared protocol's goodbye; every
+ * other send on a plain socket may. */
 static bool may_start_request(const struct agile_fd *t,
                               const struct iovec *iov, int count)
 {
 	uint8_t stage = agile__tls_stage(&t->tls);
 
 	if (stage == AGILE_TLS_OFF || stage == AGILE_TLS_UNKNOWN)
-		return true;
+		return !is_goodbye(t, iov, count);
 	return agile__tls_classify(&t->tls, iov, count,
 	                           iov_total(iov, count)) >=
 	       AGILE_TLS_SEND_HELLO;
@@ -609,9 +621,13 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 		const struct agile_resilience_config *c =
 			&agile__destinations_rule(t->dest)->resilience;
 
+		/* A goodbye starts no request, so its close or its +OK
+		 * records nothing. */
+		if (plain && is_goodbye(t, iov, count))
+			return;
 		/* proto=http: is the request to an excluded path?  (Not over
 		 * TLS, whose requests are not readable.) */
-		if (c->http && plain)
+		if (c->proto == AGILE_PROTO_HTTP && plain)
 			agile__http_request(t, c, data,
 			                    data_len < (size_t)result
 			                    ? data_len : (size_t)result);
@@ -673,7 +689,8 @@ static void answered(struct agile_fd *t, struct agile_state_slot *s,
 {
 	enum agile_http_verdict verdict = AGILE_HTTP_SAMPLE;
 
-	if (agile__destinations_rule(t->dest)->resilience.http)
+	if (agile__destinations_rule(t->dest)->resilience.proto ==
+	    AGILE_PROTO_HTTP)
 		verdict = agile__http_response(t, s, data, len, now,
 		                               agile__unix_ns());
 	switch (verdict) {

@@ -1418,11 +1418,18 @@ START_TEST(resilience_values)
 	ck_assert_int_eq(c->window, 20);
 	ck_assert_int_eq(c->window_span_ns, 60 * AGILE_NS_PER_S);
 	ck_assert_uint_eq(c->over, AGILE_OVER_WAIT);
-	ck_assert_uint_eq(c->http, 1);
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_HTTP);
 	ck_assert_uint_eq(c->exclude_count, 2);
 	ck_assert_str_eq(c->exclude[1], "/metrics");
 	ck_assert_int_eq(c->connect_timeout_ns, 250 * AGILE_NS_PER_MS);
 	ck_assert_int_eq(c->retry, 3);
+
+	parse_ok("127.0.0.1:6379 max=5 proto=redis");
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_REDIS);
+	parse_ok("127.0.0.1:5432 max=5 proto=postgres");
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_POSTGRES);
+	parse_ok("127.0.0.1:5432 max=5 proto=none");
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_NONE);
 
 	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive,law=vegas "
 	         "quota=20/s window=5/h");
@@ -1505,6 +1512,12 @@ START_TEST(resilience_errors)
 	ck_assert_only_message("127.0.0.1:80 max=5 exclude=/h",
 	                       "AGILE_DEST_API: key \"exclude\" has no effect "
 	                       "without proto=http; expected proto=http as well");
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=redis exclude=/h",
+	                       "AGILE_DEST_API: key \"exclude\" has no effect "
+	                       "without proto=http; expected proto=http as well");
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=mysql",
+	                       "AGILE_DEST_API: key \"proto\": \"mysql\" is not "
+	                       "valid; expected http, redis, postgres or none");
 	ck_assert_only_message("127.0.0.1:80 max=5 shed=cpu",
 	                       "AGILE_DEST_API: key \"shed\" applies to "
 	                       "AGILE_LISTEN_ variables only; it is ignored here");
@@ -1548,6 +1561,16 @@ START_TEST(listen_rules)
 	                                    ":80 max=5000", &rule, collect,
 	                                    &msgs), 1);
 	ck_assert_said("expected at most 1024 connections at once");
+	/* A goodbye is a client's: proto=redis and proto=postgres mean
+	 * nothing to a listener, which is told so and reads no protocol. */
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":5432 max=50 proto=postgres",
+	                                    &rule, collect, &msgs), 1);
+	ck_assert_str_eq(msgs.line[0], "AGILE_LISTEN_X: key \"proto\": postgres "
+	                 "applies to AGILE_DEST_ variables only; expected http "
+	                 "or none on a listener");
+	ck_assert_uint_eq(rule.resilience.proto, AGILE_PROTO_NONE);
 }
 END_TEST
 

@@ -333,7 +333,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *request, *response;
 
 	memset(&c, 0, sizeof(c));
-	c.http = 1;
+	c.proto = AGILE_PROTO_HTTP;
 	nul1 = memchr(data, '\0', size);
 	if (nul1 == NULL)
 		return 0;

@@ -1,0 +1,20 @@
+/*
+ * goodbye.h - the goodbye messages of proto=redis and proto=postgres
+ * (goodbye.c), which neither wait for a grant nor start a request.
+ */
+#ifndef AGILE_PRELOAD_GOODBYE_H
+#define AGILE_PRELOAD_GOODBYE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "resilience.h"
+
+/* Whether iov[0, count), the bytes of one send, are exactly the goodbye of
+ * proto (enum agile_proto): redis's QUIT or PostgreSQL's Terminate.  False
+ * for every other protocol, and for anything more or less than the
+ * goodbye.  Pure: reads only the bytes given. */
+bool agile__goodbye(uint32_t proto, const struct iovec *iov, int count);
+
+#endif /* AGILE_PRELOAD_GOODBYE_H */
