@@ -172,6 +172,32 @@ static void print_tail(const struct agile_stats *st,
 	printf("tail guard p99 > %s\n", target);
 }
 
+/* The rate limiter's lines of the table: rate, latency, samples, counts. */
+static void print_rate(const struct view *v)
+{
+	const struct agile_stats *st = &v->stats;
+	const struct agile_resolved *c = v->config;
+
+	printf("  rate %.1f/s (floor %lld, max %lld)  used %.1f/s  "
+	       "last step %s%s%s\n", st->rate,
+	       (long long)c->floor_rate, (long long)c->max_rate,
+	       st->used, agile_action_name(st->last_action),
+	       st->cold_start ? "  cold start" : "",
+	       st->probe_mode ? "  probing" : "");
+	print_ms("p50", (double)st->p50_ns);
+	print_ms("p99", (double)st->p99_ns);
+	print_ms("fast", (double)st->fast_ns);
+	print_ms("baseline", (double)st->baseline_ns);
+	printf("\n  samples %llu last tick, %llu total  ",
+	       (unsigned long long)st->samples,
+	       (unsigned long long)st->totals.samples);
+	print_tail(st, c);
+	printf("  connects %llu  unreachable %llu  truncated %llu\n",
+	       (unsigned long long)v->connects,
+	       (unsigned long long)v->unreachable,
+	       (unsigned long long)v->truncated);
+}
+
 static void print_table(const struct view *v, int n)
 {
 	if (n == 0) {
@@ -179,33 +205,22 @@ static void print_table(const struct view *v, int n)
 		return;
 	}
 	for (int i = 0; i < n; i++, v++) {
-		const struct agile_stats *st = &v->stats;
-		const struct agile_resolved *c = v->config;
+		/* A listener's limit and samples are its concurrency
+		 * limiter's, on its listener line; the rate limiter's lines
+		 * would show one it never uses (no step, no sample). */
+		bool listener = __atomic_load_n(&v->slot->resilience.features,
+		                                __ATOMIC_ACQUIRE) &
+		                AGILE_FEATURE_INBOUND;
 
-		printf("%s  %s  pace=%s  live processes %d", v->slot->name,
-		       v->slot->dest,
-		       v->slot->pace == 1 ? "connect" : "request", v->live);
+		printf("%s  %s  %s  live processes %d", v->slot->name,
+		       v->slot->dest, listener ? "listener"
+		       : v->slot->pace == 1 ? "pace=connect" : "pace=request",
+		       v->live);
 		for (int k = 0; k < v->live && k < 4; k++)
 			printf("%s%d", k == 0 ? " (" : " ", (int)v->pids[k]);
 		printf("%s\n", v->live > 4 ? " ...)" : v->live > 0 ? ")" : "");
-		printf("  rate %.1f/s (floor %lld, max %lld)  used %.1f/s  "
-		       "last step %s%s%s\n", st->rate,
-		       (long long)c->floor_rate, (long long)c->max_rate,
-		       st->used, agile_action_name(st->last_action),
-		       st->cold_start ? "  cold start" : "",
-		       st->probe_mode ? "  probing" : "");
-		print_ms("p50", (double)st->p50_ns);
-		print_ms("p99", (double)st->p99_ns);
-		print_ms("fast", (double)st->fast_ns);
-		print_ms("baseline", (double)st->baseline_ns);
-		printf("\n  samples %llu last tick, %llu total  ",
-		       (unsigned long long)st->samples,
-		       (unsigned long long)st->totals.samples);
-		print_tail(st, c);
-		printf("  connects %llu  unreachable %llu  truncated %llu\n",
-		       (unsigned long long)v->connects,
-		       (unsigned long long)v->unreachable,
-		       (unsigned long long)v->truncated);
+		if (!listener)
+			print_rate(v);
 		/* The resilience features it configured, if any. */
 		agilestat_resilience_table(v->slot);
 		/* Its fleet budget on Redis, if it has one. */

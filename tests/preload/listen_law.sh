@@ -64,6 +64,11 @@ mode=$(stat_json web 'd["concurrency"]["mode"]')
 "$AGILESTAT" >"$tmp/table" || fail "agilestat failed"
 grep -q "listener: .* law aimd " "$tmp/table" ||
 	fail "agilestat's table names the law: $(cat "$tmp/table")"
+# A listener's limit and samples are on its listener line; the rate
+# limiter's lines, which it never uses, are left out of its record.
+grep -q "^web  .*  listener  live processes " "$tmp/table" &&
+	! grep -q "^  rate " "$tmp/table" ||
+	fail "agilestat shows a listener as a rate limiter: $(cat "$tmp/table")"
 check "v[0] > 8" "the busy windows grew the cap from 8" "$limit"
 check "v[0] > 0" "the connections beyond the cap were shed" \
 	"$(stat_json web 'd["listener"]["shed"]')"
