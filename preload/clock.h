@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "agile.h"
+#include "symbols.h"
 
 static inline int64_t agile__now_ns(void)
 {
@@ -40,7 +41,9 @@ static inline int64_t agile__unix_ns(void)
  * the wait, at most one pacing interval late; returning EINTR from a send
  * that would not have blocked would break programs written for SA_RESTART
  * handlers, which is worse.  A non-blocking socket never returns EINTR, so
- * for it this is exact.
+ * for it this is exact.  A handler may also leave the wait for good with
+ * siglongjmp, which is why the re-entrancy guard is down meanwhile
+ * (agile__busy_suspend).
  */
 static inline void agile__sleep_until(int64_t when_ns)
 {
@@ -48,10 +51,12 @@ static inline void agile__sleep_until(int64_t when_ns)
 		.tv_sec = when_ns / AGILE_NS_PER_S,
 		.tv_nsec = when_ns % AGILE_NS_PER_S,
 	};
+	int busy = agile__busy_suspend(); /* a handler may jump out */
 
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) ==
 	       EINTR)
 		;
+	agile__busy_resume(busy);
 }
 
 #endif /* AGILE_PRELOAD_CLOCK_H */

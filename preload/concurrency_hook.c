@@ -234,6 +234,7 @@ int32_t agile__permit_acquire(struct agile_state_resilience *z,
 		int32_t permit = agile__permit_try(z);
 		int64_t now, wait;
 		struct timespec ts;
+		int busy;
 
 		if (permit > 0) {
 			int32_t *held = held_by(tid, true);
@@ -262,8 +263,10 @@ int32_t agile__permit_acquire(struct agile_state_resilience *z,
 		ts.tv_nsec = wait % AGILE_NS_PER_S;
 		/* A release since gen was read makes this return at once;
 		 * EINTR and ETIMEDOUT just go round again. */
+		busy = agile__busy_suspend(); /* a handler may jump out */
 		syscall(SYS_futex, &z->permit_gen, FUTEX_WAIT, gen, &ts, NULL,
 		        0);
+		agile__busy_resume(busy);
 	}
 }
 

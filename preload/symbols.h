@@ -98,4 +98,25 @@ long (*agile__next_syscall(void))(long, ...);
 static inline void agile__enter(void) { agile__busy++; }
 static inline void agile__leave(void) { agile__busy--; }
 
+/*
+ * Lower the guard for a wait, and raise it again after.  A program may leave
+ * a blocking send or connect through a signal handler that calls
+ * siglongjmp (alarm() as a timeout: POSIX allows it, both calls being
+ * async-signal-safe), and when the preload is waiting for a grant there the
+ * jump skips its agile__leave: a guard left up would pass every later call
+ * of the thread straight through, unpaced and unseen
+ * (tests/preload/longjmp.sh).  While it sleeps the thread runs none of the
+ * preload's own libc calls, so a handler that runs meanwhile is treated like
+ * the program it belongs to, and a jump out of it leaves the hooks working.
+ */
+static inline int agile__busy_suspend(void)
+{
+	int busy = agile__busy;
+
+	agile__busy = 0;
+	return busy;
+}
+
+static inline void agile__busy_resume(int busy) { agile__busy = busy; }
+
 #endif /* AGILE_PRELOAD_SYMBOLS_H */

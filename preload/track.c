@@ -185,7 +185,7 @@ static void wait_watching(int64_t planned)
 	for (;;) {
 		int64_t now = agile__now_ns();
 		struct timespec timeout;
-		int n, rc;
+		int n, rc, busy;
 
 		if (now >= planned)
 			return;
@@ -196,7 +196,9 @@ static void wait_watching(int64_t planned)
 		}
 		timeout.tv_sec = (planned - now) / AGILE_NS_PER_S;
 		timeout.tv_nsec = (planned - now) % AGILE_NS_PER_S;
+		busy = agile__busy_suspend(); /* a handler may jump out */
 		rc = ppoll(pfd, (nfds_t)n, &timeout, NULL);
+		agile__busy_resume(busy);
 		if (rc < 0 && errno != EINTR) {
 			agile__sleep_until(planned);
 			return;
