@@ -65,7 +65,10 @@ http {
 	}
 }
 EOF
-preloaded nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" \
+# Not through `preloaded`: a shell function run in the background is a
+# subshell of its own, so $! would be that subshell's pid, and the nginx
+# master, never signalled, outlived the test with its workers.
+LD_PRELOAD="$PRELOAD" nginx -c "$tmp/nginx/nginx.conf" -p "$tmp/nginx" \
 	</dev/null >"$tmp/nginx/stdout" 2>&1 &
 started $!
 i=0
