@@ -14,6 +14,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "agile.h"
 #include "atomics.h"
@@ -987,6 +988,29 @@ void agile__track_close(int fd, struct agile_fd *t)
 	errno = saved;
 }
 
+/*
+ * A socket duplicated onto 0, 1 or 2 is written and read through stdin,
+ * stdout and stderr, stdio's streams, inside libc where no hook sees it,
+ * or by a program exec()ed next that does not know it: its pending grant is
+ * waited for here, as at fdopen().  bash runs `echo … >/dev/tcp/HOST/PORT`
+ * as connect(), dup2() onto 1, a write by stdio, close(): the grant taken
+ * at the connect was never waited for, and at floor=max=5 twenty such
+ * connections took 0.1 s (tests/preload/bash_tcp.sh).  A launcher that
+ * connects, dup2()s the socket onto 0 and 1 and execs its client is paced
+ * per connection the same way.  Only a grant already taken is waited for,
+ * so a second dup of the same connection waits for nothing.
+ */
+static void settle_for_stdio(struct agile_fd *t)
+{
+	int64_t now;
+
+	if ((load8(&t->flags) & AGILE_FD_INBOUND) ||
+	    __atomic_load_n(&t->grant_ns, __ATOMIC_ACQUIRE) == 0)
+		return;
+	now = settle_grant(t, agile__now_ns());
+	agile__destinations_tick(t->dest, slot_of(t), now);
+}
+
 void agile__track_dup(int oldfd, int newfd)
 {
 	struct agile_fd *from = agile__fd_lookup(oldfd);
@@ -1043,6 +1067,8 @@ void agile__track_dup(int oldfd, int newfd)
 			to->request = answered_state(to);
 		store8(&from->request, answered_state(from));
 		store8(&to->tracked, 1);
+		if (newfd <= STDERR_FILENO)
+			settle_for_stdio(to);
 	}
 	agile__leave();
 	errno = saved;
