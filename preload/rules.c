@@ -1473,6 +1473,13 @@ static int parse_rule(const char *var, const char *name, const char *value,
 				       "key=value", QUOTE_MAX, word);
 			continue;
 		}
+		if (eq == word) {
+			/* "max = 5" splits into "max", "=" and "5": the
+			 * list of every key would not tell what went wrong. */
+			report(&r, "\"%.*s\" has no key; expected key=value, "
+			       "with no space around \"=\"", QUOTE_MAX, word);
+			continue;
+		}
 		key = find_key(word, (size_t)(eq - word));
 		if (key == NULL) {
 			report_unknown_key(&r, word, (size_t)(eq - word));
