@@ -137,12 +137,16 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 		       ULL(r.shed_cpu), (long long)r.conc_held,
 		       (long long)r.conc_limit);
 		/* A windowed law keeps window means, not the controller's
-		 * quantiles: name it rather than print zeros. */
-		if (agile_conc_law(&s->resilience.core) == AGILE_LAW_AGILE)
+		 * quantiles: name it rather than print zeros.  A tick
+		 * without a sample shows "-", as the rate limiter's p50
+		 * does, not a 0.0ms answer. */
+		if (agile_conc_law(&s->resilience.core) != AGILE_LAW_AGILE)
+			printf("law %s", r.conc_name);
+		else if (r.core.p50_ns <= 0)
+			printf("handling p50 - p99 -");
+		else
 			printf("handling p50 %.1fms p99 %.1fms",
 			       r.core.p50_ns / 1e6, r.core.p99_ns / 1e6);
-		else
-			printf("law %s", r.conc_name);
 		printf("  samples %llu\n", ULL(r.core.totals.samples));
 	} else if (r.features & AGILE_FEATURE_CONCURRENCY)
 		printf("  concurrency %s: open %lld of %lld  admitted %llu  "
