@@ -312,12 +312,19 @@ static void state_open_once(void)
 		agile__nofile_restore(&limit);
 	}
 	if (rc < 0) {
-		agile__log(agile__strict() ? AGILE_LOG_ERROR : AGILE_LOG_WARN,
-		           "cannot use state file %s: %s; each destination gets "
-		           "a per-process limiter (the budget is not shared "
-		           "between processes)", state_path, strerror(-rc));
-		if (agile__strict())
+		/* Under AGILE_STRICT=1 the line says what happens next: the
+		 * program stops, it does not run on with a limiter of its
+		 * own. */
+		if (agile__strict()) {
+			agile__log(AGILE_LOG_ERROR, "cannot use state file %s: "
+			           "%s; AGILE_STRICT=1: stopping with exit "
+			           "status 2", state_path, strerror(-rc));
 			agile__strict_exit();
+		}
+		agile__log(AGILE_LOG_WARN, "cannot use state file %s: %s; each "
+		           "destination gets a per-process limiter (the budget "
+		           "is not shared between processes)", state_path,
+		           strerror(-rc));
 		state_map.header = NULL;
 		return;
 	}

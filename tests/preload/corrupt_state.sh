@@ -52,8 +52,12 @@ grep -q "cannot use state file" "$tmp/err" || fail "no message: $(cat "$tmp/err"
 note "unusable: $(cat "$tmp/err")"
 status=0
 AGILE_STRICT=1 AGILE_STATE=/proc/no-such-dir/state preloaded curl -sf -o /dev/null "$url" \
-	2>/dev/null || status=$?
+	2>"$tmp/err" || status=$?
 check "v[0] == 2" "AGILE_STRICT=1 stops on an unusable state file" "$status"
+# The line says the program stops, not that it runs on unshared.
+grep -q "cannot use state file .*; AGILE_STRICT=1: stopping with exit status 2$" \
+	"$tmp/err" && [ "$(wc -l <"$tmp/err")" -eq 1 ] ||
+	fail "AGILE_STRICT=1, unusable state file: $(cat "$tmp/err")"
 
 # agilestat on a missing file: one line, status 1.
 status=0
