@@ -434,9 +434,13 @@ static struct agile_state_slot *attach(int dest)
 		}
 		if (rc == -EEXIST)
 			agile__log(AGILE_LOG_WARN, "destination %s: process %d "
-			           "uses it with a different configuration; "
-			           "this process gets its own limiter",
-			           r->name, (int)other);
+			           "uses it with a different configuration "
+			           "(destination, pace or a setting of its "
+			           "%s variable); this process gets its own "
+			           "limiter, not the shared budget, until no "
+			           "process of that configuration is left",
+			           r->name, (int)other, r->inbound
+			           ? "AGILE_LISTEN_" : "AGILE_DEST_");
 		else
 			agile__log(AGILE_LOG_WARN, "destination %s: no slot in "
 			           "the state file (%s); this process gets its "

@@ -176,6 +176,26 @@ run_preloaded AGILE_LOG=error \
 expect_status "AGILE_LOG=error" 0 "$status"
 expect_empty "AGILE_LOG=error: no warnings" "$tmp/err"
 
+# Two live processes that configure one NAME differently cannot share its
+# limiter: the second is told which variable to look at and what it gets.
+run_preloaded "AGILE_DEST_API=127.0.0.1:$closed_port max=5" \
+	python3 -c "$connect_once
+import time; open('$tmp/first', 'w').close(); time.sleep(3)" \
+	>/dev/null 2>&1 &
+first=$!
+i=0
+while [ ! -e "$tmp/first" ] && [ "$i" -lt 100 ]; do i=$((i + 1)); sleep 0.05; done
+status=0
+run_preloaded "AGILE_DEST_API=127.0.0.1:$closed_port max=6" \
+	python3 -c "$connect_once" >"$tmp/out" 2>"$tmp/err" || status=$?
+wait "$first"
+expect_status "a second configuration" 0 "$status"
+# $! is the shell running the function; the pid in the line is python's.
+sed 's/process [0-9]* uses/process PID uses/' "$tmp/err" >"$tmp/err.pid"
+expect_file "a second configuration: the warning" "$tmp/err.pid" <<'EOF'
+agilepreload: destination api: process PID uses it with a different configuration (destination, pace or a setting of its AGILE_DEST_ variable); this process gets its own limiter, not the shared budget, until no process of that configuration is left
+EOF
+
 # --- 5. agilerun refuses the same mistakes before running anything ----------
 status=0
 env -i PATH="$PATH" "$agilerun" \
