@@ -119,7 +119,7 @@ bool agile__strict(void)
 
 /* See process.h.  Where no vfork hook is built (below), any vfork may
  * have happened: set from the start. */
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 #define SHARED_CHILD_HOOKED 1
 #else
 #define SHARED_CHILD_HOOKED 0
@@ -162,6 +162,7 @@ static pid_t vfork_as_fork(void)
 
 void *agile__vfork_next = (void *)vfork_as_fork;
 
+#if defined(__x86_64__)
 __asm__(
 	"	.text\n"
 	"	.globl vfork\n"
@@ -173,6 +174,26 @@ __asm__(
 	"	movl $1, agile__shared_child(%rip)\n"
 	"	jmp *agile__vfork_next(%rip)\n"
 	"	.size vfork, .-vfork\n");
+#else
+/* x16 and x17 are the scratch registers a PLT stub may clobber too; the
+ * first instruction is BTI C (a no-op where branch targets are not
+ * enforced).  Checked under qemu-aarch64, which runs vfork as a fork: the
+ * flag set, libc's vfork reached, the child's exit status returned. */
+__asm__(
+	"	.text\n"
+	"	.globl vfork\n"
+	"	.type vfork, %function\n"
+	"vfork:\n"
+	"	hint 34\n"
+	"	adrp x16, agile__shared_child\n"
+	"	add x16, x16, :lo12:agile__shared_child\n"
+	"	mov w17, #1\n"
+	"	str w17, [x16]\n"
+	"	adrp x16, agile__vfork_next\n"
+	"	ldr x16, [x16, :lo12:agile__vfork_next]\n"
+	"	br x16\n"
+	"	.size vfork, .-vfork\n");
+#endif
 
 static void vfork_bind(void)
 {
