@@ -42,7 +42,7 @@ out=$(AGILE_DEST_BAD="127.0.0.1:$port max=100 flor=3" preloaded sh -c 'echo main
 if command -v nm >/dev/null 2>&1; then
 	nm -D --defined-only "$PRELOAD" | awk '$2 ~ /^[TWDBV]$/ {print $3}' |
 		sed 's/@.*//' | sort >"$tmp/exports"
-	extra=$(grep -v -x -E 'connect|send|sendto|sendmsg|sendmmsg|write|writev|sendfile|sendfile64|splice|recv|recvfrom|recvmsg|recvmmsg|read|readv|__read_chk|__recv_chk|__recvfrom_chk|close|close_range|closefrom|shutdown|dup|dup2|dup3|fcntl|fcntl64|getsockopt|fdopen|fclose|syscall|vfork|clone|socket|accept|accept4|getaddrinfo|gethostbyname' "$tmp/exports" || true)
+	extra=$(grep -v -x -E 'connect|send|sendto|sendmsg|sendmmsg|write|writev|sendfile|sendfile64|splice|recv|recvfrom|recvmsg|recvmmsg|read|readv|__read_chk|__recv_chk|__recvfrom_chk|close|close_range|closefrom|shutdown|dup|dup2|dup3|fcntl|fcntl64|getsockopt|fdopen|fclose|syscall|vfork|clone|socket|accept|accept4|getaddrinfo|gethostbyname|dlopen' "$tmp/exports" || true)
 	[ -z "$extra" ] || fail "exports beyond the hooks: $extra"
 	note "exports: $(wc -l <"$tmp/exports" | tr -d ' ') hooks, nothing else"
 fi
