@@ -182,8 +182,8 @@ static const struct key_spec keys[] = {
 	{ "keys", KEY_RESILIENCE, 0,
 	  "expected a whole number of addresses from 1 to 10000000",
 	  SCOPE_DEST },
-	{ "shed", KEY_RESILIENCE, 0, "expected cpu or cpu:PERMILLE such as "
-	  "cpu:800", SCOPE_LISTEN },
+	{ "shed", KEY_RESILIENCE, 0, "expected cpu or cpu:PERMILLE with "
+	  "PERMILLE from 1 to 999, such as cpu:800", SCOPE_LISTEN },
 	{ "shed_response", KEY_RESILIENCE, 0,
 	  "expected close or an HTTP status from 400 to 599 such as 503",
 	  SCOPE_LISTEN },

@@ -1620,6 +1620,21 @@ START_TEST(listen_address_forms)
 }
 END_TEST
 
+/* shed=cpu:PERMILLE takes 1 to 999; the message says so. */
+START_TEST(listen_shed_values)
+{
+	ck_assert_int_eq(parse_listen(":8080 max=50 shed=cpu:800"), 0);
+	ck_assert_int_eq(rule.resilience.shed_cpu_permille, 800);
+	ck_assert_int_eq(parse_listen(":8080 max=50 shed=cpu:1000"), 1);
+	ck_assert_str_eq(msgs.line[0],
+	                 "AGILE_LISTEN_WEB: key \"shed\": \"cpu:1000\" is not "
+	                 "valid; expected cpu or cpu:PERMILLE with PERMILLE from "
+	                 "1 to 999, such as cpu:800");
+	ck_assert_int_eq(parse_listen(":8080 max=50 shed=cpu:0"), 1);
+	ck_assert(rule.enabled);
+}
+END_TEST
+
 /* The law a clean AGILE_LISTEN_WEB value gives its listener's cap. */
 static uint32_t web_law(const char *value)
 {
@@ -1740,6 +1755,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(resilience, listen_rules);
 	tcase_add_test(resilience, listen_law);
 	tcase_add_test(resilience, listen_address_forms);
+	tcase_add_test(resilience, listen_shed_values);
 	suite_add_tcase(s, resilience);
 	return s;
 }
