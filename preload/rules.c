@@ -244,6 +244,7 @@ enum number_error {
 	NUMBER_OK = 0,
 	NUMBER_EMPTY,        /* nothing after the `=` */
 	NUMBER_NOT_NUMBER,   /* not digits at all */
+	NUMBER_EXPONENT,     /* "1e3": digits, but with an exponent */
 	NUMBER_NOT_WHOLE,    /* a decimal where a whole number is needed */
 	NUMBER_NEGATIVE,
 	NUMBER_TOO_LARGE,
@@ -291,6 +292,23 @@ static bool scan_decimal(const char *text, struct decimal *d)
 	return d->int_len + d->frac_len > 0;
 }
 
+/* True when what follows the digits is an exponent ("e3", "E-2"): a
+ * number written in a notation the parser does not read, which deserves
+ * a better word than "not a number". */
+static bool is_exponent(const char *rest)
+{
+	if (*rest != 'e' && *rest != 'E')
+		return false;
+	rest++;
+	if (*rest == '+' || *rest == '-')
+		rest++;
+	if (!isdigit((unsigned char)*rest))
+		return false;
+	while (isdigit((unsigned char)*rest))
+		rest++;
+	return *rest == '\0';
+}
+
 /* True when every digit of the number is zero ("-0" is not negative). */
 static bool decimal_is_zero(const struct decimal *d)
 {
@@ -324,8 +342,11 @@ static enum number_error parse_whole(const char *text, uint64_t limit,
 
 	if (*text == '\0')
 		return NUMBER_EMPTY;
-	if (!scan_decimal(text, &d) || *d.rest != '\0')
+	if (!scan_decimal(text, &d))
 		return NUMBER_NOT_NUMBER;
+	if (*d.rest != '\0')
+		return is_exponent(d.rest) ? NUMBER_EXPONENT
+		                           : NUMBER_NOT_NUMBER;
 	if (d.negative && !decimal_is_zero(&d))
 		return NUMBER_NEGATIVE;
 	if (d.frac_digits != NULL)
@@ -348,8 +369,11 @@ static enum number_error parse_decimal(const char *text, double *out)
 
 	if (*text == '\0')
 		return NUMBER_EMPTY;
-	if (!scan_decimal(text, &d) || *d.rest != '\0')
+	if (!scan_decimal(text, &d))
 		return NUMBER_NOT_NUMBER;
+	if (*d.rest != '\0')
+		return is_exponent(d.rest) ? NUMBER_EXPONENT
+		                           : NUMBER_NOT_NUMBER;
 	if (d.negative && !decimal_is_zero(&d))
 		return NUMBER_NEGATIVE;
 	for (size_t i = 0; i < d.int_len; i++) {
@@ -536,6 +560,8 @@ static void report_number(struct reporter *r, const struct key_spec *key,
 	static const char *const what[] = {
 		[NUMBER_EMPTY] = "has no value",
 		[NUMBER_NOT_NUMBER] = "is not a number",
+		[NUMBER_EXPONENT] = "has an exponent; write it in plain "
+		                    "digits",
 		[NUMBER_NOT_WHOLE] = "is not a whole number",
 		[NUMBER_NEGATIVE] = "is negative",
 		[NUMBER_TOO_LARGE] = "is too large",

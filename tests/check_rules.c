@@ -638,6 +638,18 @@ START_TEST(max_not_a_number)
 		"AGILE_DEST_API: key \"max\": \"fast\" is not a number; expected a "
 		"whole number of requests per second greater than 0");
 	ck_assert(!rule.enabled);
+	/* "1e3" is a number to its writer: say what is wrong with it. */
+	ck_assert_only_message(
+		"127.0.0.1:80 max=1e3",
+		"AGILE_DEST_API: key \"max\": \"1e3\" has an exponent; write it "
+		"in plain digits; expected a whole number of requests per second "
+		"greater than 0");
+	ck_assert(!rule.enabled);
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 up=5E-2"), 1);
+	ck_assert_said("key \"up\": \"5E-2\" has an exponent; write it in "
+	               "plain digits");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 up=5e"), 1);
+	ck_assert_said("key \"up\": \"5e\" is not a number");
 }
 END_TEST
 
@@ -753,8 +765,9 @@ START_TEST(decimal_messages)
 		"decimal number, 0 or more, such as 0.5");
 	ck_assert_only_message(
 		"127.0.0.1:80 max=50 tail_factor=1e3",
-		"AGILE_DEST_API: key \"tail_factor\": \"1e3\" is not a number; "
-		"expected a decimal number, 0 or more, such as 1.5");
+		"AGILE_DEST_API: key \"tail_factor\": \"1e3\" has an exponent; "
+		"write it in plain digits; expected a decimal number, 0 or more, "
+		"such as 1.5");
 	ck_assert_int_eq(parse("127.0.0.1:80 max=50 up=5000000"), 1);
 	ck_assert_said("key \"up\": \"5000000\" is too large");
 	ck_assert_int_eq(parse("127.0.0.1:80 max=50 inflation=nan"), 1);
