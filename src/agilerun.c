@@ -430,6 +430,13 @@ int main(int argc, char **argv)
 			problems += apply_spec(optarg);
 			specs++;
 		} else if (opt == 's') {
+			/* One state file per run: a second -s would
+			 * silently replace the first. */
+			if (state != NULL) {
+				warnx("-s \"%s\": -s is given twice; expected "
+				      "one state file", optarg);
+				problems++;
+			}
 			state = optarg;
 		}
 	}

@@ -245,6 +245,17 @@ agilerun: 33 destinations and listeners (-d and AGILE_DEST_* or AGILE_LISTEN_* v
 agilerun: 1 configuration error; nothing was run
 EOF
 
+status=0
+env -i PATH="$PATH" "$agilerun" -s "$tmp/a.state" -s "$tmp/b.state" \
+	-d 'api=127.0.0.1:1 max=5' -- sh -c 'echo main ran' \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, -s twice" 2 "$status"
+expect_empty "agilerun, -s twice: nothing runs" "$tmp/out"
+expect_file "agilerun, -s twice" "$tmp/err" <<EOF
+agilerun: -s "$tmp/b.state": -s is given twice; expected one state file
+agilerun: 1 configuration error; nothing was run
+EOF
+
 # A good -d: the variables are set and the command's status comes back.
 status=0
 env -i PATH="$PATH" "$agilerun" -d "api=127.0.0.1:$closed_port max=500" \
