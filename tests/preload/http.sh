@@ -16,7 +16,8 @@
 need python3
 
 cat >"$tmp/server.py" <<'PY'
-import email.utils, http.server, os, socketserver, sys, threading, time
+import email.utils, http.server, sys, time
+from httpd import serve
 port_file, log = sys.argv[1], sys.argv[2]
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -42,24 +43,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *args):
         pass
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-server = Server(("127.0.0.1", 0), Handler)
-threading.Timer(120, lambda: os._exit(0)).start()
-with open(port_file + ".tmp", "w") as f:
-    f.write("%d\n" % server.server_address[1])
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(Handler, port_file, lifetime_s=120)
 PY
 python3 "$tmp/server.py" "$tmp/port" "$tmp/log" </dev/null >"$tmp/server.log" 2>&1 &
 started $!
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
-	sleep 0.05
-done
-port=$(cat "$tmp/port")
+port=$(await_port "$tmp/port" "$tmp/server.log")
 
 cat >"$tmp/client.py" <<'PY'
 import http.client, sys

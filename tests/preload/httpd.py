@@ -12,8 +12,17 @@ response written, seconds): on a loaded machine more than DELAY_MS.
 
 It writes its port to PORT_FILE once it listens, and exits by itself after
 LIFETIME_S seconds (default 120) so a test that dies cannot leak it.
+
+The tests that need a server of their own answering differently write only
+its handler class and hand it to serve(), which they import from here
+(lib.sh puts this directory on PYTHONPATH):
+
+    from httpd import serve
+    class Handler(http.server.BaseHTTPRequestHandler): ...
+    serve(Handler, sys.argv[1])
 """
 import http.server
+import os
 import socketserver
 import sys
 import threading
@@ -50,9 +59,29 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    # A thread for every connection, so a test's many clients are served at
+    # once; daemon threads, so none of them can keep the process alive.
     daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128
+
+
+def serve(handler, port_file, lifetime_s=60, backlog=1024):
+    """Serve HTTP on 127.0.0.1, at a port the kernel picks, with `handler`
+    (a BaseHTTPRequestHandler subclass) and a listen backlog of `backlog`.
+
+    The port goes to port_file once the server listens, written beside it
+    and renamed into place so a test polling for the file never reads it
+    half-written.  The process exits after lifetime_s seconds whatever it is
+    doing, so a test that dies cannot leak it.  Never returns.
+    """
+    server = Server(("127.0.0.1", 0), handler, bind_and_activate=False)
+    server.request_queue_size = backlog
+    server.server_bind()
+    server.server_activate()
+    threading.Timer(lifetime_s, lambda: os._exit(0)).start()
+    with open(port_file + ".tmp", "w") as f:
+        f.write("%d\n" % server.server_address[1])
+    os.rename(port_file + ".tmp", port_file)
+    server.serve_forever()
 
 
 def main():
@@ -62,13 +91,7 @@ def main():
     Handler.log = open(arrivals, "a")
     if len(sys.argv) > 5:
         Handler.handling = open(sys.argv[5], "a")
-    server = Server(("127.0.0.1", 0), Handler)
-    threading.Timer(lifetime, server.shutdown).start()
-    with open(port_file + ".tmp", "w") as f:
-        f.write("%d\n" % server.server_address[1])
-    import os
-    os.rename(port_file + ".tmp", port_file)
-    server.serve_forever()
+    serve(Handler, port_file, lifetime, backlog=128)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ PRELOAD=$builddir/preload/.libs/libagilepreload.so
 AGILESTAT=$builddir/src/agilestat
 HTTPD=$srcdir/tests/preload/httpd.py
 test_name=$(basename "$0" .sh)
+# The servers the tests write inline import httpd.py's serve(), and write no
+# bytecode beside it: the source tree may be read-only (make distcheck).
+PYTHONPATH=$(cd "$srcdir/tests/preload" && pwd)
+PYTHONDONTWRITEBYTECODE=1
+export PYTHONPATH PYTHONDONTWRITEBYTECODE
 
 [ -f "$PRELOAD" ] || { echo "FAIL: $PRELOAD not built" >&2; exit 1; }
 # scripts/test.sh --sanitize runs these tests with a preload built with ASan;
@@ -76,6 +81,19 @@ need() {
 # Remember a background process so cleanup kills it.
 started() { started_pids="$started_pids $1"; }
 
+# await_port PORT_FILE LOG: wait up to 10 s for a server started in the
+# background to write its port to PORT_FILE, and print it; fail with the
+# server's LOG when it does not.
+await_port() {
+	i=0
+	while [ ! -s "$1" ]; do
+		i=$((i + 1))
+		[ "$i" -le 200 ] || fail "server did not start: $(cat "$2")"
+		sleep 0.05
+	done
+	cat "$1"
+}
+
 # Start the HTTP downstream: start_httpd NAME [DELAY_MS].  Prints its port;
 # arrivals (monotonic seconds, one per request) go to $tmp/NAME.arrivals,
 # the server's handling time of each request to $tmp/NAME.handling.
@@ -85,13 +103,7 @@ start_httpd() {
 	# Callers run this in $(...), a subshell whose started_pids the test
 	# never sees: the pid file is what lets cleanup stop the server.
 	echo $! >"$tmp/$1.pid"
-	i=0
-	while [ ! -s "$tmp/$1.port" ]; do
-		i=$((i + 1))
-		[ "$i" -le 200 ] || fail "httpd $1 did not start: $(cat "$tmp/$1.log")"
-		sleep 0.05
-	done
-	cat "$tmp/$1.port"
+	await_port "$tmp/$1.port" "$tmp/$1.log"
 }
 
 # A TCP port on 127.0.0.1 that nothing listens on (bound, then released).

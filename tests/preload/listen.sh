@@ -24,7 +24,8 @@ need python3
 need ab
 
 cat >"$tmp/server.py" <<'PY'
-import http.server, os, socketserver, sys, threading, time
+import http.server, sys, threading, time
+from httpd import serve
 port_file, log = sys.argv[1], sys.argv[2]
 workers = threading.BoundedSemaphore(4)
 lock = threading.Lock()
@@ -46,15 +47,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             out.flush()
     def log_message(self, *args):
         pass
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-server = Server(("127.0.0.1", 0), Handler)
-threading.Timer(60, lambda: os._exit(0)).start()
-with open(port_file + ".tmp", "w") as f:
-    f.write("%d\n" % server.server_address[1])
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(Handler, port_file)
 PY
 
 server_cpu="" client_cpu=""
@@ -75,13 +68,7 @@ serve() {
 		"$tmp/$1.log" </dev/null >"$tmp/$1.server" 2>&1 &
 	pid=$!
 	started $pid
-	i=0
-	while [ ! -s "$tmp/port" ]; do
-		i=$((i + 1))
-		[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/$1.server")"
-		sleep 0.05
-	done
-	port=$(cat "$tmp/port")
+	port=$(await_port "$tmp/port" "$tmp/$1.server")
 	$client_cpu ab -q -r -s 10 -c 32 -t 5 -n 1000000 "http://127.0.0.1:$port/" \
 		>"$tmp/$1.ab" 2>&1 || fail "ab failed: $(tail -3 "$tmp/$1.ab")"
 	kill "$pid"

@@ -19,7 +19,8 @@ need taskset
 [ "$(nproc)" -ge 2 ] || skip "needs two CPUs (the server and ab on their own)"
 
 cat >"$tmp/server.py" <<'PY'
-import http.server, os, socketserver, sys, threading, time
+import http.server, sys, time
+from httpd import serve
 port_file, burn = sys.argv[1], sys.argv[2] == "burn"
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
@@ -36,15 +37,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"ok\n")
     def log_message(self, *args):
         pass
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-server = Server(("127.0.0.1", 0), Handler)
-threading.Timer(60, lambda: os._exit(0)).start()
-with open(port_file + ".tmp", "w") as f:
-    f.write("%d\n" % server.server_address[1])
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(Handler, port_file)
 PY
 
 # cpu_seconds PID: "CPU WALL", the process's CPU time (user and system)
@@ -73,15 +66,10 @@ run() {
 		"$tmp/port" "$2" </dev/null >"$tmp/$1.server" 2>&1 &
 	pid=$!
 	started $pid
-	i=0
-	while [ ! -s "$tmp/port" ]; do
-		i=$((i + 1))
-		[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/$1.server")"
-		sleep 0.05
-	done
+	port=$(await_port "$tmp/port" "$tmp/$1.server")
 	before=$(cpu_seconds "$pid")
 	taskset -c 0 ab -q -r -s 10 -c 32 -t 3 -n 1000000 \
-		"http://127.0.0.1:$(cat "$tmp/port")/" >"$tmp/$1.ab" 2>&1 ||
+		"http://127.0.0.1:$port/" >"$tmp/$1.ab" 2>&1 ||
 		fail "ab failed: $(tail -3 "$tmp/$1.ab")"
 	cpu_seconds "$pid" "$before" >"$tmp/$1.cpu"
 	kill "$pid"

@@ -12,7 +12,8 @@
 need python3
 
 cat >"$tmp/server.py" <<'PY'
-import http.server, os, socketserver, sys, threading, time
+import http.server, sys, time
+from httpd import serve
 port_file = sys.argv[1]
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
@@ -28,25 +29,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"ok\n")
     def log_message(self, *args):
         pass
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-server = Server(("127.0.0.1", 0), Handler)
-threading.Timer(60, lambda: os._exit(0)).start()
-with open(port_file + ".tmp", "w") as f:
-    f.write("%d\n" % server.server_address[1])
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(Handler, port_file)
 PY
 export AGILE_LISTEN_WEB="127.0.0.1:* max=64 slo=200ms proto=http exclude=/health"
 LD_PRELOAD="$PRELOAD" python3 "$tmp/server.py" "$tmp/port" </dev/null >"$tmp/server.log" 2>&1 &
 started $!
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
-	sleep 0.05
-done
-python3 - "$(cat "$tmp/port")" <<'PY' || fail "the client failed"
+port=$(await_port "$tmp/port" "$tmp/server.log")
+python3 - "$port" <<'PY' || fail "the client failed"
 import http.client, sys
 port = int(sys.argv[1])
 for path in ["/", "/fail", "/health"] * 10:
@@ -76,15 +65,10 @@ start_server() {
 	LD_PRELOAD="$PRELOAD" python3 "$tmp/server.py" "$tmp/port" </dev/null >>"$tmp/server.log" 2>&1 &
 	server=$!
 	started $server
-	i=0
-	while [ ! -s "$tmp/port" ]; do
-		i=$((i + 1))
-		[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
-		sleep 0.05
-	done
+	port=$(await_port "$tmp/port" "$tmp/server.log")
 }
 start_server
-python3 - "$(cat "$tmp/port")" "$tmp/idle" <<'PY' &
+python3 - "$port" "$tmp/idle" <<'PY' &
 import socket, sys, time
 keep = [socket.create_connection(("127.0.0.1", int(sys.argv[1])))
         for _ in range(2)]
@@ -106,7 +90,7 @@ kill -9 "$server"
 wait "$server" 2>/dev/null || true
 kill "$idle"
 start_server
-status=$(python3 - "$(cat "$tmp/port")" <<'PY'
+status=$(python3 - "$port" <<'PY'
 import http.client, sys
 c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
 c.request("GET", "/")

@@ -16,7 +16,8 @@ need python3
 need ab
 
 cat >"$tmp/server.py" <<'PY'
-import http.server, os, socketserver, sys, threading, time
+import http.server, sys, threading, time
+from httpd import serve
 port_file = sys.argv[1]
 workers = threading.BoundedSemaphore(4)
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -31,15 +32,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *args):
         pass
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-    request_queue_size = 1024
-server = Server(("127.0.0.1", 0), Handler)
-threading.Timer(60, lambda: os._exit(0)).start()
-with open(port_file + ".tmp", "w") as f:
-    f.write("%d\n" % server.server_address[1])
-os.rename(port_file + ".tmp", port_file)
-server.serve_forever()
+serve(Handler, port_file)
 PY
 
 export AGILE_LISTEN_WEB="127.0.0.1:* max=64 law=aimd tick=250ms shed_response=503"
@@ -47,13 +40,7 @@ LD_PRELOAD="$PRELOAD" python3 "$tmp/server.py" "$tmp/port" </dev/null \
 	>"$tmp/server.log" 2>&1 &
 pid=$!
 started $pid
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
-	sleep 0.05
-done
-port=$(cat "$tmp/port")
+port=$(await_port "$tmp/port" "$tmp/server.log")
 ab -q -r -s 10 -c 32 -t 3 -n 1000000 "http://127.0.0.1:$port/" \
 	>"$tmp/ab" 2>&1 || fail "ab failed: $(tail -3 "$tmp/ab")"
 
