@@ -111,11 +111,19 @@ static uint8_t stage(const struct agile_tls *tls)
 	return agile__tls_stage(tls);
 }
 
-/* A TLS 1.3 connection up to its application data, as OpenSSL makes it:
- * the ClientHello; ServerHello, change_cipher_spec and the encrypted
- * EncryptedExtensions, Certificate, CertificateVerify, Finished; then the
- * client's change_cipher_spec and Finished in one write. */
-static void tls13_handshake(struct agile_tls *tls)
+/* One record of a server's flight: its content type and body length. */
+struct rec {
+	int type;
+	size_t len;
+};
+
+/* A flight of records, ended by one of type 0. */
+#define FLIGHT(...) ((const struct rec[]){ __VA_ARGS__, { 0, 0 } })
+
+/* The opening of every TLS 1.3 connection here: the ClientHello, then the
+ * server's flight in one read, its ServerHello (118 bytes, as OpenSSL's)
+ * followed by the records of `flight`. */
+static void tls13_hello(struct agile_tls *tls, const struct rec *flight)
 {
 	struct bytes *b = fresh();
 
@@ -125,14 +133,23 @@ static void tls13_handshake(struct agile_tls *tls)
 	ck_assert_int_eq(stage(tls), AGILE_TLS_HELLO);
 	b = fresh();
 	handshake(b, 2, 118);
-	record(b, CCS, 1);
-	record(b, APP, 27);
-	record(b, APP, 800);
-	record(b, APP, 97);
-	record(b, APP, 53);
+	for (; flight->type != 0; flight++)
+		record(b, flight->type, flight->len);
 	ck_assert_uint_eq(receive_all(tls, b), AGILE_TLS_RECV_HELLO_ANSWER);
-	ck_assert_int_eq(stage(tls), AGILE_TLS_FINISHING);
 	ck_assert(tls->flags & AGILE_TLS_V13);
+}
+
+/* A TLS 1.3 connection up to its application data, as OpenSSL makes it:
+ * the ClientHello; ServerHello, change_cipher_spec and the encrypted
+ * EncryptedExtensions, Certificate, CertificateVerify, Finished; then the
+ * client's change_cipher_spec and Finished in one write. */
+static void tls13_handshake(struct agile_tls *tls)
+{
+	struct bytes *b;
+
+	tls13_hello(tls, FLIGHT({ CCS, 1 }, { APP, 27 }, { APP, 800 },
+	                        { APP, 97 }, { APP, 53 }));
+	ck_assert_int_eq(stage(tls), AGILE_TLS_FINISHING);
 	b = fresh();
 	record(b, CCS, 1);
 	record(b, APP, 53);
@@ -212,16 +229,9 @@ END_TEST
 START_TEST(tls13_finished_and_request_in_one_write)
 {
 	struct agile_tls tls;
-	struct bytes *b = fresh();
+	struct bytes *b;
 
-	agile__tls_reset(&tls);
-	client_hello(b);
-	ck_assert_int_eq(send_all(&tls, b), AGILE_TLS_SEND_HELLO);
-	b = fresh();
-	handshake(b, 2, 118);
-	record(b, CCS, 1);
-	record(b, APP, 300);
-	ck_assert_uint_eq(receive_all(&tls, b), AGILE_TLS_RECV_HELLO_ANSWER);
+	tls13_hello(&tls, FLIGHT({ CCS, 1 }, { APP, 300 }));
 	b = fresh();
 	record(b, CCS, 1);
 	record(b, APP, 69); /* a Finished with SHA-384 */
@@ -234,15 +244,9 @@ END_TEST
 START_TEST(tls13_client_certificate)
 {
 	struct agile_tls tls;
-	struct bytes *b = fresh();
+	struct bytes *b;
 
-	agile__tls_reset(&tls);
-	client_hello(b);
-	send_all(&tls, b);
-	b = fresh();
-	handshake(b, 2, 118);
-	record(b, APP, 400);
-	receive_all(&tls, b);
+	tls13_hello(&tls, FLIGHT({ APP, 400 }));
 	/* Certificate and CertificateVerify are handshake, in any number of
 	 * writes, until the Finished. */
 	b = fresh();
@@ -265,15 +269,9 @@ END_TEST
 START_TEST(tls13_unrecognised_finished_ends_at_the_server)
 {
 	struct agile_tls tls;
-	struct bytes *b = fresh();
+	struct bytes *b;
 
-	agile__tls_reset(&tls);
-	client_hello(b);
-	send_all(&tls, b);
-	b = fresh();
-	handshake(b, 2, 118);
-	record(b, APP, 400);
-	receive_all(&tls, b);
+	tls13_hello(&tls, FLIGHT({ APP, 400 }));
 	/* A padded Finished, and the request: both taken as the flight. */
 	b = fresh();
 	record(b, APP, 256);
