@@ -8,6 +8,18 @@
  * The release order follows adaptx: the outcome is recorded and the window
  * closed (so the closing call is still counted in flight in the window's
  * peak) before the slot is given back.
+ *
+ * The laws' arithmetic lives in laws.c alone: this file and the core's
+ * concurrency limiter (limiter.c, config.law) both record into and advance
+ * a struct agile_law.  The windowed laws do not run through the core
+ * limiter here, although it can carry them, because the two configure them
+ * differently on purpose: adaptx hands the caller every option of its law
+ * (smoothing, increase rate, warm-up, jitter, ...), while the core limiter
+ * derives a law's options from its own configuration (floor, max, initial,
+ * tick, SLO) and keeps adaptx's defaults for the rest.  adaptx also counts
+ * its own admissions and rejections, where the core counts every refused
+ * try.  What the two share beyond the law is the compare-and-swap
+ * admission below, a dozen lines.
  */
 #include <errno.h>
 #include <string.h>
