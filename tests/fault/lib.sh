@@ -15,13 +15,7 @@ start_server() {
 		</dev/null >"$tmp/$2.log" 2>&1 &
 	started $!
 	echo $! >"$tmp/$2.pid"
-	i=0
-	while [ ! -s "$tmp/$2.port" ]; do
-		i=$((i + 1))
-		[ "$i" -le 200 ] || fail "server $2 did not start: $(cat "$tmp/$2.log")"
-		sleep 0.05
-	done
-	cat "$tmp/$2.port"
+	await_port "$tmp/$2.port" "$tmp/$2.log"
 }
 
 # busiest_second FILE: the most times (lines of FILE, in seconds) inside

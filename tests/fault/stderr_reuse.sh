@@ -41,13 +41,7 @@ while True:
 PY
 python3 "$tmp/sink.py" "$tmp/sink.port" "$tmp/sink.bytes" </dev/null 2>&1 &
 started $!
-i=0
-while [ ! -s "$tmp/sink.port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "the sink did not start"
-	sleep 0.05
-done
-sink=$(cat "$tmp/sink.port")
+sink=$(await_port "$tmp/sink.port")
 port=$(start_httpd api)
 export AGILE_DEST_API="127.0.0.1:$port max=100 floor=100"
 export AGILE_STATE="$tmp/no-such-dir/state"

@@ -68,13 +68,7 @@ PY
 echo ok >"$tmp/mode"
 python3 "$tmp/server.py" "$tmp/port" "$tmp/mode" "$tmp/phases" </dev/null >"$tmp/server.log" 2>&1 &
 started $!
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
-	sleep 0.05
-done
-port=$(cat "$tmp/port")
+port=$(await_port "$tmp/port" "$tmp/server.log")
 export AGILE_DEST_API="127.0.0.1:$port max=500 floor=500 probe=500 initial=500 breaker=sre"
 
 # The client runs until $tmp/stop appears (60 s at most), so the phases

@@ -49,13 +49,7 @@ while True:
 PY
 python3 "$tmp/server.py" "$tmp/port" "$tmp/intervals" </dev/null >"$tmp/server.log" 2>&1 &
 started $!
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
-	sleep 0.05
-done
-port=$(cat "$tmp/port")
+port=$(await_port "$tmp/port" "$tmp/server.log")
 export AGILE_DEST_API="127.0.0.1:$port max=1000 floor=1000 concurrency=4 acquire_timeout=2s"
 
 # The holder: 4 idle connections, then SIGKILL.
@@ -68,12 +62,7 @@ time.sleep(60)
 PY
 holder=$!
 started $holder
-i=0
-while [ ! -s "$tmp/held" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "the holder did not connect"
-	sleep 0.05
-done
+await_file "$tmp/held" "the holder did not connect"
 check "v[0] == 4" "the holder holds all 4 permits" \
 	"$(stat_json api 'd["concurrency"]["open"]')"
 kill -9 "$holder"

@@ -41,13 +41,7 @@ while True:
 PY
 python3 "$tmp/server.py" "$tmp/port" "$tmp/intervals" </dev/null >"$tmp/server.log" 2>&1 &
 started $!
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "server did not start: $(cat "$tmp/server.log")"
-	sleep 0.05
-done
-port=$(cat "$tmp/port")
+port=$(await_port "$tmp/port" "$tmp/server.log")
 
 for law in aimd vegas gradient agile; do
 	rm -f "$tmp/intervals"

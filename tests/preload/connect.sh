@@ -44,13 +44,7 @@ os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 time.sleep(60)
 PY
 started $!
-i=0
-while [ ! -s "$tmp/hole" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "the black hole did not start"
-	sleep 0.05
-done
-hole=$(cat "$tmp/hole")
+hole=$(await_port "$tmp/hole")
 
 cat >"$tmp/connect.py" <<'PY'
 import errno, socket, sys, time

@@ -33,13 +33,7 @@ while True:
         c.close()
 PY
 started $!
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "the server did not start"
-	sleep 0.05
-done
-port=$(cat "$tmp/port")
+port=$(await_port "$tmp/port")
 export AGILE_DEST_LOOP="127.0.0.0/8:$port max=1000 floor=1000 key_rate=2 keys=4"
 
 set -- $(preloaded python3 - "$port" <<'PY'

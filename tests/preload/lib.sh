@@ -81,16 +81,22 @@ need() {
 # Remember a background process so cleanup kills it.
 started() { started_pids="$started_pids $1"; }
 
-# await_port PORT_FILE LOG: wait up to 10 s for a server started in the
-# background to write its port to PORT_FILE, and print it; fail with the
-# server's LOG when it does not.
-await_port() {
+# await_file FILE MESSAGE [LOG]: wait up to 10 s for a process started in
+# the background to write FILE, as it does once it is ready; fail with
+# MESSAGE (and LOG's text) when it does not.
+await_file() {
 	i=0
 	while [ ! -s "$1" ]; do
 		i=$((i + 1))
-		[ "$i" -le 200 ] || fail "server did not start: $(cat "$2")"
+		[ "$i" -le 200 ] || fail "$2${3:+: $(cat "$3")}"
 		sleep 0.05
 	done
+}
+
+# await_port PORT_FILE [LOG]: wait for a server started in the background
+# to write its port to PORT_FILE, and print it.
+await_port() {
+	await_file "$1" "the server did not start (no ${1##*/})" "${2:-}"
 	cat "$1"
 }
 

@@ -77,12 +77,7 @@ time.sleep(30)
 PY
 idle=$!
 started $idle
-i=0
-while [ ! -s "$tmp/idle" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "the idle client did not connect"
-	sleep 0.05
-done
+await_file "$tmp/idle" "the idle client did not connect"
 sleep 0.2
 check "v[0] == 2" "the two idle connections hold the listener's 2 permits" \
 	"$(stat_json keep 'd["listener"]["open"]')"

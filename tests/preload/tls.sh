@@ -110,13 +110,7 @@ if conn is not None:
 PY
 python3 "$tmp/server.py" "$tmp" >"$tmp/server.log" 2>&1 &
 started $!
-i=0
-while [ ! -s "$tmp/port" ]; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "the TLS server did not start: $(cat "$tmp/server.log")"
-	sleep 0.05
-done
-port=$(cat "$tmp/port")
+port=$(await_port "$tmp/port" "$tmp/server.log")
 export AGILE_DEST_TLS="127.0.0.1:$port max=10 floor=10 initial=10"
 url="https://127.0.0.1:$port"
 
