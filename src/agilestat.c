@@ -26,6 +26,7 @@
 #include "agile.h"
 #include "agilestat_resilience.h"
 #include "agilestat_fleet.h"
+#include "agilestat_json.h"
 #include "state.h"
 
 /* Ticks without a sample after which a destination is reported blind: its
@@ -237,22 +238,6 @@ static void print_table(const struct view *v, int n)
 	}
 }
 
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void print_json(const struct view *v, int n)
 {
 	printf("{\"destinations\":[");
@@ -260,9 +245,9 @@ static void print_json(const struct view *v, int n)
 		const struct agile_stats *st = &v->stats;
 
 		printf("%s{\"name\":", i ? "," : "");
-		json_string(v->slot->name);
+		agilestat_json_string(v->slot->name);
 		printf(",\"dest\":");
-		json_string(v->slot->dest);
+		agilestat_json_string(v->slot->dest);
 		printf(",\"pace\":\"%s\"", v->slot->pace == 1 ? "connect"
 		                                              : "request");
 		printf(",\"rate\":%.3f,\"used\":%.3f", st->rate, st->used);
@@ -299,7 +284,7 @@ static void print_json(const struct view *v, int n)
 		printf("]");
 		if (v->damaged) {
 			printf(",\"damaged\":");
-			json_string(v->damage);
+			agilestat_json_string(v->damage);
 		}
 		agilestat_resilience_json(v->slot);
 		agilestat_fleet_json(v->slot);

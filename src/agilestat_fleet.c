@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "agilestat_fleet.h"
+#include "agilestat_json.h"
 #include "fleet_config.h"
 #include "fleet_state.h"
 
@@ -165,22 +166,6 @@ void agilestat_fleet_table(const struct agile_state_slot *s)
 		       "budget %.1f/s\n", r.fallback_rate);
 }
 
-static void json_string(const char *s)
-{
-	putchar('"');
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 void agilestat_fleet_json(const struct agile_state_slot *s)
 {
 	struct reading r;
@@ -203,9 +188,9 @@ void agilestat_fleet_json(const struct agile_state_slot *s)
 	       ULL(r.fallback_admitted), ULL(r.slots_leased),
 	       ULL(r.leases_short), ULL(r.redis_errors), ULL(r.steps_won),
 	       r.max_wait_ms, r.timeout_ms);
-	json_string(r.redis);
+	agilestat_json_string(r.redis);
 	printf(",\"last_error\":");
-	json_string(r.last_error);
+	agilestat_json_string(r.last_error);
 	printf("}");
 }
 
