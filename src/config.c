@@ -294,30 +294,38 @@ static bool name_matches(const char *name, const char *canonical)
 	}
 }
 
+int agile__name_index(const char *name, const char *const *names, int count)
+{
+	for (int i = 0; i < count; i++)
+		if (name_matches(name, names[i]))
+			return i;
+	return -1;
+}
+
 int agile_preset_parse(const char *name, enum agile_preset *out)
 {
+	int i;
+
 	if (name == NULL || out == NULL)
 		return -EINVAL;
-	for (int i = 0; i < AGILE_PRESET_COUNT; i++) {
-		if (name_matches(name, preset_names[i])) {
-			*out = (enum agile_preset)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	i = agile__name_index(name, preset_names, AGILE_PRESET_COUNT);
+	if (i < 0)
+		return -EINVAL;
+	*out = (enum agile_preset)i;
+	return 0;
 }
 
 int agile_anchor_parse(const char *name, enum agile_anchor *out)
 {
+	int i;
+
 	if (name == NULL || out == NULL)
 		return -EINVAL;
-	for (size_t i = 0; i < ANCHOR_COUNT; i++) {
-		if (name_matches(name, anchor_names[i])) {
-			*out = (enum agile_anchor)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	i = agile__name_index(name, anchor_names, (int)ANCHOR_COUNT);
+	if (i < 0)
+		return -EINVAL;
+	*out = (enum agile_anchor)i;
+	return 0;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,7 +1,8 @@
 /*
  * internal.h - helpers libagile's files share and do not export: saturating
- * arithmetic on times, clamped conversions from double, and the bucket's
- * spacing rules, which validate.c checks a bucket against.
+ * arithmetic on times, clamped conversions from double, the bucket's
+ * spacing rules, which validate.c checks a bucket against, and the matching
+ * of the names its parsers take.
  *
  * Limiter state lives in a file that other processes can write, so the core
  * must be total on any bit pattern its state can hold: a time plus an
@@ -25,6 +26,12 @@
  * max(now, last + interval) is `now` for any realistic clock, and far enough
  * from INT64_MIN that adding even AGILE__MAX_INTERVAL_NS cannot overflow. */
 #define AGILE__NEVER_NS (INT64_MIN / 2)
+
+/* The index of `name` among the `count` canonical `names` (lower case,
+ * words joined by '-'), or -1.  ASCII case is ignored and '_' stands for
+ * '-', as people type names on command lines and in the environment; no
+ * locale is consulted.  In config.c. */
+int agile__name_index(const char *name, const char *const *names, int count);
 
 /* a + b, saturating at INT64_MAX and INT64_MIN instead of wrapping. */
 static inline int64_t agile__add_sat(int64_t a, int64_t b)

@@ -166,32 +166,19 @@ const char *agile_law_name(int kind)
 	return known_kind(kind) ? law_names[kind] : law_names[AGILE_LAW_AIMD];
 }
 
-/* ASCII case-insensitive equality; no locale is consulted. */
-static bool name_equals(const char *name, const char *canonical)
-{
-	for (;; name++, canonical++) {
-		char c = *name;
-
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c - 'A' + 'a');
-		if (c != *canonical)
-			return false;
-		if (c == '\0')
-			return true;
-	}
-}
-
+/* Matched as the presets' names are (ASCII case ignored); no law's name
+ * has a '-' for a '_' to stand for. */
 int agile_law_parse(const char *name, enum agile_law_kind *out)
 {
+	int i;
+
 	if (name == NULL || out == NULL)
 		return -EINVAL;
-	for (int i = 0; i < AGILE_LAW_COUNT; i++) {
-		if (name_equals(name, law_names[i])) {
-			*out = (enum agile_law_kind)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	i = agile__name_index(name, law_names, AGILE_LAW_COUNT);
+	if (i < 0)
+		return -EINVAL;
+	*out = (enum agile_law_kind)i;
+	return 0;
 }
 
 /* --- the laws ---------------------------------------------------------------- */
