@@ -137,7 +137,9 @@ static double loop_step(struct agile_loop *loop, int64_t now_ns, double used,
 }
 
 /* llround, clamped into int64_t and NaN read as 0: the controller's doubles
- * come from a file other processes write. */
+ * come from a file other processes write.  The clamp repeats
+ * agile__trunc_i64's because round() is no function the preload binds
+ * (preload/lazymath.c), and llround() must not see what does not fit. */
 static int64_t round_ns(double v)
 {
 	if (v != v)
