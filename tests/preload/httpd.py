@@ -64,9 +64,10 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
 
-def serve(handler, port_file, lifetime_s=60, backlog=1024):
+def serve(handler, port_file, lifetime_s=60, backlog=1024, ssl_context=None):
     """Serve HTTP on 127.0.0.1, at a port the kernel picks, with `handler`
-    (a BaseHTTPRequestHandler subclass) and a listen backlog of `backlog`.
+    (a BaseHTTPRequestHandler subclass) and a listen backlog of `backlog`;
+    HTTPS when given a server-side ssl_context.
 
     The port goes to port_file once the server listens, written beside it
     and renamed into place so a test polling for the file never reads it
@@ -77,6 +78,8 @@ def serve(handler, port_file, lifetime_s=60, backlog=1024):
     server.request_queue_size = backlog
     server.server_bind()
     server.server_activate()
+    if ssl_context is not None:
+        server.socket = ssl_context.wrap_socket(server.socket, server_side=True)
     threading.Timer(lifetime_s, lambda: os._exit(0)).start()
     with open(port_file + ".tmp", "w") as f:
         f.write("%d\n" % server.server_address[1])

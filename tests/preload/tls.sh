@@ -33,7 +33,8 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 # Finished (OpenSSL's default), right before it reads the request; a path
 # under /slow/ answers after 80 ms.
 cat >"$tmp/server.py" <<'PY'
-import http.server, os, socketserver, ssl, sys, threading, time
+import http.server, ssl, sys, threading, time
+from httpd import serve
 tmp = sys.argv[1]
 log = open(tmp + "/tls.arrivals", "a")
 lock = threading.Lock()
@@ -51,17 +52,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(b"ok\n")
     def log_message(self, *args):
         pass
-class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
-    daemon_threads = True
-server = Server(("127.0.0.1", 0), Handler)
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain(tmp + "/cert.pem", tmp + "/key.pem")
-server.socket = context.wrap_socket(server.socket, server_side=True)
-threading.Timer(120, lambda: os._exit(0)).start()
-with open(tmp + "/port.tmp", "w") as f:
-    f.write("%d\n" % server.server_address[1])
-os.rename(tmp + "/port.tmp", tmp + "/port")
-server.serve_forever()
+serve(Handler, tmp + "/port", lifetime_s=120, ssl_context=context)
 PY
 # The Python client: N requests to PATH, over one kept-alive connection
 # ("keep"), a new connection each ("new"), or a new connection each that
