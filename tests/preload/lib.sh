@@ -15,6 +15,7 @@ srcdir=${AGILE_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PRELOAD=$builddir/preload/.libs/libagilepreload.so
 AGILESTAT=$builddir/src/agilestat
 HTTPD=$srcdir/tests/preload/httpd.py
+SLOW_HTTPD=$srcdir/tests/preload/slow_httpd.py
 test_name=$(basename "$0" .sh)
 # The servers the tests write inline import httpd.py's serve(), and write no
 # bytecode beside it: the source tree may be read-only (make distcheck).
@@ -110,6 +111,52 @@ start_httpd() {
 	# never sees: the pid file is what lets cleanup stop the server.
 	echo $! >"$tmp/$1.pid"
 	await_port "$tmp/$1.port" "$tmp/$1.log"
+}
+
+# get_in_threads PORT THREADS EACH: THREADS Python threads under the
+# preload, each sending EACH GET / to 127.0.0.1:PORT on fresh connections
+# (blocking sockets with a timeout, which Python runs as O_NONBLOCK plus
+# poll); fails with the first error when any request failed or was
+# answered other than 200 "ok".
+get_in_threads() {
+	preloaded python3 - "$@" <<'PY'
+import http.client, sys, threading
+port, threads, each = map(int, sys.argv[1:4])
+errors = []
+def worker():
+    for i in range(each):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/")
+            r = c.getresponse()
+            assert r.status == 200 and r.read() == b"ok\n"
+            c.close()
+        except Exception as e:
+            errors.append(repr(e))
+workers = [threading.Thread(target=worker) for _ in range(threads)]
+for t in workers: t.start()
+for t in workers: t.join()
+if errors:
+    sys.exit("%d errors, first: %s" % (len(errors), errors[0]))
+PY
+}
+
+# The most intervals ("START END" lines, as slow_httpd.py writes them) of
+# FILE that overlap at any one time.
+peak_in_service() {
+	python3 - "$1" <<'PY'
+import sys
+events = []
+for line in open(sys.argv[1]):
+    a, b = map(float, line.split())
+    events += [(a, 1), (b, -1)]
+events.sort(key=lambda e: (e[0], e[1]))
+now = peak = 0
+for _, d in events:
+    now += d
+    peak = max(peak, now)
+print(peak)
+PY
 }
 
 # A TCP port on 127.0.0.1 that nothing listens on (bound, then released).
