@@ -55,6 +55,8 @@ static bool verbose;
  * would silently replace the first. */
 static char spec_names[AGILE_RULES_MAX][AGILE_RULE_NAME_MAX];
 static int spec_count;
+/* The -d options with fleet settings, which need AGILE_REDIS. */
+static int fleet_specs;
 
 static void usage(FILE *out)
 {
@@ -139,9 +141,37 @@ static int apply_spec(const char *spec)
 
 	problems = agile_rule_parse(var, name, eq + 1, &rule, print_problem,
 	                            NULL);
+	if (agile_fleet_rule_any(&rule.fleet))
+		fleet_specs++;
 	if (problems == 0)
 		set_variable(var, eq + 1);
 	return problems;
+}
+
+/* Fleet settings without a usable AGILE_REDIS are enforced on this host
+ * alone, which the preload reports in every process (and AGILE_STRICT=1
+ * refuses): say it here, once, before anything runs.  Returns the number
+ * of problems reported (0 or 1). */
+static int check_redis(void)
+{
+	const char *url = getenv("AGILE_REDIS");
+	struct agile_redis_addr addr;
+	char why[256];
+
+	if (fleet_specs == 0)
+		return 0;
+	if (url == NULL || *url == '\0') {
+		warnx("AGILE_REDIS is not set: %d -d destination%s with fleet "
+		      "settings would enforce them on this host alone; expected "
+		      "AGILE_REDIS=redis://HOST:PORT/DB", fleet_specs,
+		      fleet_specs == 1 ? "" : "s");
+		return 1;
+	}
+	if (agile_redis_url_parse(url, &addr, why, sizeof(why)) < 0) {
+		warnx("AGILE_REDIS: %s", why);
+		return 1;
+	}
+	return 0;
 }
 
 /* The preload reads at most AGILE_RULES_MAX rules and ignores the rest,
@@ -440,6 +470,7 @@ int main(int argc, char **argv)
 			state = optarg;
 		}
 	}
+	problems += check_redis();
 	if (problems == 0)
 		problems = count_rules();
 	if (problems > 0)

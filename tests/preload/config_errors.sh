@@ -256,6 +256,32 @@ agilerun: -s "$tmp/b.state": -s is given twice; expected one state file
 agilerun: 1 configuration error; nothing was run
 EOF
 
+# Fleet settings need AGILE_REDIS: without it (or with one the preload
+# cannot use) they would hold on this host alone.
+status=0
+env -i PATH="$PATH" "$agilerun" -d 'pay=127.0.0.1:1 max=5 fleet_max=10' -- \
+	sh -c 'echo main ran' >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, fleet_max without AGILE_REDIS" 2 "$status"
+expect_empty "agilerun, fleet_max without AGILE_REDIS: nothing runs" "$tmp/out"
+expect_file "agilerun, fleet_max without AGILE_REDIS" "$tmp/err" <<'EOF'
+agilerun: AGILE_REDIS is not set: 1 -d destination with fleet settings would enforce them on this host alone; expected AGILE_REDIS=redis://HOST:PORT/DB
+agilerun: 1 configuration error; nothing was run
+EOF
+status=0
+env -i PATH="$PATH" AGILE_REDIS=http://127.0.0.1:1 "$agilerun" \
+	-d 'pay=127.0.0.1:1 max=5 fleet_max=10' -- sh -c 'echo main ran' \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, fleet_max with a bad AGILE_REDIS" 2 "$status"
+checks=$((checks + 1))
+grep -q '^agilerun: AGILE_REDIS: "http://127.0.0.1:1" is not a Redis URL; expected ' \
+	"$tmp/err" || fail "agilerun, bad AGILE_REDIS: $(cat "$tmp/err")"
+status=0
+env -i PATH="$PATH" AGILE_REDIS=redis://127.0.0.1:1/0 "$agilerun" \
+	-d 'pay=127.0.0.1:1 max=5 fleet_max=10' -- sh -c 'echo main ran' \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, fleet_max with AGILE_REDIS" 0 "$status"
+expect_empty "agilerun, fleet_max with AGILE_REDIS: quiet" "$tmp/err"
+
 # A good -d: the variables are set and the command's status comes back.
 status=0
 env -i PATH="$PATH" "$agilerun" -d "api=127.0.0.1:$closed_port max=500" \
