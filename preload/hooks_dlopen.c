@@ -32,6 +32,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "process.h"
 #include "symbols.h"
 
 #if defined(__x86_64__)
@@ -41,6 +42,22 @@
 #define JUMP_SLOT R_AARCH64_JUMP_SLOT
 #define GLOB_DAT R_AARCH64_GLOB_DAT
 #endif
+
+/* One patcher at a time: two threads lifting and restoring the protection
+ * of one RELRO page around their stores would fault the store that comes
+ * after the other's restore.  Held across fork() (process.c), so a child is
+ * never born with it taken. */
+static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void agile__dlopen_atfork_prepare(void)
+{
+	pthread_mutex_lock(&patch_lock);
+}
+
+void agile__dlopen_atfork_release(void)
+{
+	pthread_mutex_unlock(&patch_lock);
+}
 
 typedef void *(*dlopen_fn)(const char *, int);
 
@@ -312,9 +329,11 @@ __attribute__((noinline)) static void *deepbind_open(const char *file,
 	/* The objects loaded after it in the namespace: its own
 	 * dependencies, and whatever other threads opened meanwhile, whose
 	 * relocations to the hooks reach them already. */
+	pthread_mutex_lock(&patch_lock);
 	if (hooks_count > 0 && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0)
 		for (; map != NULL; map = map->l_next)
 			patch_object(map);
+	pthread_mutex_unlock(&patch_lock);
 	agile__leave();
 	errno = saved;
 	return handle;

@@ -276,18 +276,21 @@ void agile__strict_exit(void)
 
 static void atfork_prepare(void)
 {
+	agile__dlopen_atfork_prepare();
 	agile__destinations_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
 	agile__destinations_atfork_parent();
+	agile__dlopen_atfork_release();
 }
 
 static void atfork_child(void)
 {
 	__atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
 	agile__destinations_atfork_child();
+	agile__dlopen_atfork_release();
 }
 
 void agile__process_register_atfork(void)

@@ -32,6 +32,11 @@ bool agile__strict(void);
  * taken. */
 void agile__process_register_atfork(void);
 
+/* hooks_dlopen.c's lock, taken before fork() and released after it in both
+ * processes. */
+void agile__dlopen_atfork_prepare(void);
+void agile__dlopen_atfork_release(void);
+
 /*
  * True in the child of a vfork() (or of a clone() sharing memory) that has
  * not yet called exec: it runs in its parent's address space, so the
