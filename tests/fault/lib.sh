@@ -8,8 +8,8 @@ CLIENT=$builddir/tests/fault/fault_client
 [ -x "$CLIENT" ] || fail "$CLIENT not built"
 
 # start_server MODE NAME: start server.py in MODE (http or hold) and print
-# its port; its pid is in $tmp/NAME.pid, its logs in $tmp/NAME.accepts and
-# $tmp/NAME.requests.
+# its port; its pid is in $tmp/NAME.pid, its logs in $tmp/NAME.accepts,
+# $tmp/NAME.requests and $tmp/NAME.unstamped.
 start_server() {
 	python3 "$SERVER" "$1" "$tmp/$2.port" "$tmp/$2" 120 \
 		</dev/null >"$tmp/$2.log" 2>&1 &
