@@ -16,7 +16,8 @@
 #   1. A storm: for three seconds, clients of four threads each are started
 #      and killed with SIGKILL after a random 5 to 150 ms, two at a time,
 #      while two survivor threads make requests.  Every survivor request
-#      must succeed, no gap between two of them may reach the 1 s tick, and
+#      must succeed, no gap between two of them may reach the 1 s tick
+#      (give or take one measured scheduling delay), and
 #      no second at the server may hold more requests than the ceiling
 #      (plus 2 for the clients' wake-up latency, as in crowd.sh).
 #   2. Killed holding every permit: with concurrency=2 and a downstream that
@@ -56,6 +57,7 @@ while time.monotonic() < until:
         kills += 1
 print(kills)
 PY
+start_lateness sched 30
 LD_PRELOAD="$PRELOAD" python3 "$tmp/storm.py" "$CLIENT" "$port" >"$tmp/kills" 2>&1 &
 storm=$!
 started "$storm"
@@ -69,7 +71,15 @@ t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
 print("%.3f" % max(b - a for a, b in zip(t, t[1:])))
 PY
 )
-check "v[0] < 1.0" "the survivors never waited a tick" "$gap"
+# A survivor thread descheduled on a loaded machine waits on top of any
+# stall: one run at load 12 saw a 1.054 s gap.  The gap may therefore pass
+# the tick by the largest scheduling delay measured beside it (tens of ms
+# when idle).  A survivor stalled behind a dead lock holder for good still
+# fails, and so does a stall of a tick unless a delay as long happened in
+# the same run.
+late=$(lateness_max sched 0 1e12)
+note "largest gap between survivor requests $gap s; scheduling delay $late ms"
+check "v[0] < 1.0 + v[1] / 1000" "the survivors never waited a tick (and one scheduling delay)" "$gap" "$late"
 check "v[0] <= 202" "no second above the ceiling" \
 	"$(busiest_calendar_second "$tmp/storm.requests")"
 
