@@ -737,7 +737,7 @@ static void lease_prepare(struct fleet_dest *f, struct lease_call *lc,
 	         (unsigned long long)lease_want(f, now));
 	snprintf(lc->max, sizeof(lc->max), "%lld", (long long)fr->max_rate);
 	format_decimal(lc->rate, sizeof(lc->rate), fleet_rate > 0 ? fleet_rate
-	               : (double)f->fleet_config.initial_rate);
+	               : f->fleet_config.initial_rate);
 	snprintf(lc->horizon, sizeof(lc->horizon), "%lld",
 	         (long long)(HORIZON_NS / AGILE_NS_PER_US));
 	snprintf(lc->quota, sizeof(lc->quota), "%d", (int)fr->window);
@@ -1351,7 +1351,7 @@ bool agile__fleet_tick(struct agile_state_slot *s, int64_t now)
 	agile__store_i64(&l->loop.last_tick_ns, now);
 	admits = agile__load_u64(&f->rec->admits);
 	/* The local bucket only keeps max= here: the fleet bucket paces. */
-	agile_bucket_set_rate(&l->bucket, (double)l->loop.config.max_rate);
+	agile_bucket_set_rate(&l->bucket, l->loop.config.max_rate);
 	if (agile__load_u32(&f->rec->source) == AGILE_FLEET_FROM_REDIS ||
 	    (agile__load_u32(&f->rec->source) == AGILE_FLEET_FALLBACK &&
 	     now >= agile__load_i64(&f->rec->next_probe_ns))) {

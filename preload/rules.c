@@ -41,6 +41,14 @@
 /* How much of a user's value a message quotes. */
 #define QUOTE_MAX 64
 
+/* Room for a rate as agile_rate_format() writes it. */
+#define RATE_TEXT 48
+
+static void format_rate(char out[RATE_TEXT], double rate)
+{
+	agile_rate_format(rate, out, RATE_TEXT);
+}
+
 /* A rate above one grant per nanosecond cannot be spaced by the bucket, whose
  * clock is in whole nanoseconds; such a `max` would silently mean no limit. */
 #define RATE_LIMIT_MAX INT64_C(1000000000)
@@ -52,13 +60,18 @@
 #define LISTEN_EXPECTED \
 	"expected :PORT, IPv4:PORT, [IPv6]:PORT or CIDR:PORT, such as :8080"
 #define DURATION_EXPECTED "expected a duration such as 250us, 200ms or 1.5s"
+#define RATE_FORMS \
+	"requests per second such as 5 or 0.5, or a count per period such as " \
+	"1/10s or 30/1m"
+#define RATE_EXPECTED_MAX "expected a rate greater than 0: " RATE_FORMS
+#define RATE_EXPECTED "expected a rate, 0 or more: " RATE_FORMS
 
 /* ------------------------------------------------------------------------ */
 /* Settings                                                                  */
 /* ------------------------------------------------------------------------ */
 
 enum key_type {
-	KEY_RATE,     /* int64_t requests per second, >= 0 */
+	KEY_RATE,     /* double requests per second, >= 0: see parse_rate */
 	KEY_COUNT,    /* int ticks, >= 0 */
 	KEY_DURATION, /* int64_t nanoseconds, with a unit */
 	KEY_DECIMAL,  /* double, >= 0 */
@@ -92,21 +105,16 @@ struct key_spec {
 /* The order is the order of agilepreload(7) and of the list printed when an
  * unknown key has no close match. */
 static const struct key_spec keys[] = {
-	{ "max", KEY_RATE, CONFIG_FIELD(max_rate),
-	  "expected a whole number of requests per second greater than 0",
+	{ "max", KEY_RATE, CONFIG_FIELD(max_rate), RATE_EXPECTED_MAX,
 	  SCOPE_BOTH },
 	{ "min", KEY_RATE, CONFIG_FIELD(min_rate),
-	  "expected a whole number of requests per second, 0 or more",
-	  SCOPE_BOTH },
+	  RATE_EXPECTED, SCOPE_BOTH },
 	{ "floor", KEY_RATE, CONFIG_FIELD(floor_rate),
-	  "expected a whole number of requests per second, 0 or more",
-	  SCOPE_BOTH },
+	  RATE_EXPECTED, SCOPE_BOTH },
 	{ "probe", KEY_RATE, CONFIG_FIELD(probe_rate),
-	  "expected a whole number of requests per second, 0 or more",
-	  SCOPE_BOTH },
+	  RATE_EXPECTED, SCOPE_BOTH },
 	{ "initial", KEY_RATE, CONFIG_FIELD(initial_rate),
-	  "expected a whole number of requests per second, 0 or more",
-	  SCOPE_BOTH },
+	  RATE_EXPECTED, SCOPE_BOTH },
 	{ "slo", KEY_DURATION, CONFIG_FIELD(slo_ns), DURATION_EXPECTED,
 	  SCOPE_BOTH },
 	{ "anchor", KEY_ANCHOR, CONFIG_FIELD(anchor),
@@ -249,7 +257,9 @@ enum number_error {
 	NUMBER_NEGATIVE,
 	NUMBER_TOO_LARGE,
 	NUMBER_NO_UNIT,      /* a duration without its unit */
-	NUMBER_BAD_UNIT      /* a duration with a unit we do not know */
+	NUMBER_BAD_UNIT,     /* a duration with a unit we do not know */
+	NUMBER_TOO_SLOW,     /* a rate below AGILE_MIN_RATE */
+	NUMBER_ZERO_PERIOD   /* a rate per a period of 0 */
 };
 
 /*
@@ -567,6 +577,9 @@ static void report_number(struct reporter *r, const struct key_spec *key,
 		[NUMBER_TOO_LARGE] = "is too large",
 		[NUMBER_NO_UNIT] = "has no unit",
 		[NUMBER_BAD_UNIT] = "has an unknown unit",
+		[NUMBER_TOO_SLOW] = "is below one request per hour, the "
+		                    "slowest rate",
+		[NUMBER_ZERO_PERIOD] = "has a period of 0",
 	};
 
 	if (why == NUMBER_NOT_NUMBER && key->type == KEY_DURATION) {
@@ -651,6 +664,72 @@ static bool parse_count_per(const char *value, int64_t max_count,
 		return false;
 	*count = (int32_t)n;
 	return true;
+}
+
+/*
+ * A rate: requests per second in plain digits ("5", "0.5"), or a whole count
+ * per period written as quota= writes one ("1/10s", "30/1m", "1/h").  Either
+ * way it is at most RATE_LIMIT_MAX and, unless 0, at least AGILE_MIN_RATE:
+ * one request per hour.  The count per period is divided once, in double, so
+ * "1/2s" is exactly 0.5 and "1/1h" exactly AGILE_MIN_RATE.
+ */
+static enum number_error parse_rate(const char *text, double *out)
+{
+	const char *slash = strchr(text, '/');
+	struct decimal d;
+	uint64_t whole = 0, frac = 0, frac_scale = 1;
+	double rate;
+
+	if (*text == '\0')
+		return NUMBER_EMPTY;
+	if (slash != NULL) {
+		char count_text[32];
+		size_t len = (size_t)(slash - text);
+		int64_t period_ns;
+		enum number_error why;
+
+		if (len >= sizeof(count_text))
+			return NUMBER_TOO_LARGE;
+		memcpy(count_text, text, len);
+		count_text[len] = '\0';
+		why = parse_whole(count_text, (uint64_t)RATE_LIMIT_MAX, &whole);
+		if (why == NUMBER_EMPTY)
+			return NUMBER_NOT_NUMBER;
+		if (why != NUMBER_OK)
+			return why;
+		why = parse_period(slash + 1, &period_ns);
+		if (why == NUMBER_EMPTY)
+			return NUMBER_NOT_NUMBER;
+		if (why != NUMBER_OK)
+			return why;
+		if (period_ns <= 0)
+			return NUMBER_ZERO_PERIOD;
+		rate = (double)whole * (double)AGILE_NS_PER_S / (double)period_ns;
+	} else {
+		if (!scan_decimal(text, &d))
+			return NUMBER_NOT_NUMBER;
+		if (*d.rest != '\0')
+			return is_exponent(d.rest) ? NUMBER_EXPONENT
+			                           : NUMBER_NOT_NUMBER;
+		if (d.negative && !decimal_is_zero(&d))
+			return NUMBER_NEGATIVE;
+		if (!accumulate(d.int_digits, d.int_len,
+		                (uint64_t)RATE_LIMIT_MAX, &whole))
+			return NUMBER_TOO_LARGE;
+		/* 17 digits are past a double's precision; later ones cannot
+		 * change the value. */
+		for (size_t i = 0; i < d.frac_len && i < 17; i++) {
+			frac = frac * 10 + (uint64_t)(d.frac_digits[i] - '0');
+			frac_scale *= 10;
+		}
+		rate = (double)whole + (double)frac / (double)frac_scale;
+	}
+	if (rate > (double)RATE_LIMIT_MAX)
+		return NUMBER_TOO_LARGE;
+	if (rate > 0 && rate < AGILE_MIN_RATE)
+		return NUMBER_TOO_SLOW;
+	*out = rate;
+	return NUMBER_OK;
 }
 
 /* A positive duration into *out_ns, or a report. */
@@ -883,6 +962,49 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 }
 
 /*
+ * A listener's max and an adaptive concurrency limit's bounds count
+ * requests in flight, which come whole: a fractional one is reported and
+ * rounded up (max, so the listener still admits something) or dropped (the
+ * others, which then take their defaults).
+ */
+static void check_whole_bounds(struct reporter *r, struct agile_rule *rule)
+{
+	static const struct {
+		const char *key;
+		size_t offset;
+	} bounds[] = {
+		{ "max", CONFIG_FIELD(max_rate) },
+		{ "min", CONFIG_FIELD(min_rate) },
+		{ "floor", CONFIG_FIELD(floor_rate) },
+		{ "probe", CONFIG_FIELD(probe_rate) },
+		{ "initial", CONFIG_FIELD(initial_rate) },
+	};
+	const char *unit;
+
+	if (rule->inbound)
+		unit = "connections at once";
+	else if (rule->resilience.conc_mode == AGILE_CONC_ADAPTIVE)
+		unit = "requests in flight under concurrency=adaptive";
+	else
+		return;
+	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+		double *value = (double *)(void *)((char *)&rule->config +
+		                                   bounds[i].offset);
+		/* Rates are at most RATE_LIMIT_MAX, so the cast is exact for
+		 * whole ones (and the preload does not link libm's floor). */
+		int64_t whole = (int64_t)*value;
+		char shown[RATE_TEXT];
+
+		if (*value == (double)whole)
+			continue;
+		format_rate(shown, *value);
+		report(r, "key \"%s\": %s is not a whole number; expected a "
+		       "whole number of %s", bounds[i].key, shown, unit);
+		*value = i == 0 ? (double)(whole + 1) : 0;
+	}
+}
+
+/*
  * What the resilience keys say together, checked once every key is read:
  * settings that cannot apply to the rule as written are reported (and,
  * where keeping them would mislead, dropped).
@@ -915,11 +1037,15 @@ static void check_resilience(struct reporter *r, struct agile_rule *rule)
 		report(r, "key \"retry_after\" needs an HTTP shed_response; "
 		       "expected shed_response=503 (or another status) as well");
 	if (rule->inbound && rule->config.max_rate > AGILE_STATE_PERMITS) {
-		report(r, "key \"max\": %" PRId64 " is too large for a listener; "
-		       "expected at most %d connections at once",
-		       rule->config.max_rate, AGILE_STATE_PERMITS);
+		char shown[RATE_TEXT];
+
+		format_rate(shown, rule->config.max_rate);
+		report(r, "key \"max\": %s is too large for a listener; "
+		       "expected at most %d connections at once", shown,
+		       AGILE_STATE_PERMITS);
 		rule->config.max_rate = AGILE_STATE_PERMITS;
 	}
+	check_whole_bounds(r, rule);
 }
 
 /* A fleet setting (fleet_max=, fleet=, redis_timeout=, window=...,shared),
@@ -949,7 +1075,7 @@ static bool apply_setting(struct reporter *r, struct agile_rule *rule,
 
 	switch (key->type) {
 	case KEY_RATE:
-		why = parse_whole(value, (uint64_t)RATE_LIMIT_MAX, &whole);
+		why = parse_rate(value, &decimal);
 		if (why == NUMBER_TOO_LARGE) {
 			report(r, "key \"%s\": \"%.*s\" is too large; expected at "
 			       "most %" PRId64 " requests per second", key->name,
@@ -957,7 +1083,7 @@ static bool apply_setting(struct reporter *r, struct agile_rule *rule,
 			return false;
 		}
 		if (why == NUMBER_OK)
-			*(int64_t *)(void *)field = (int64_t)whole;
+			*(double *)(void *)field = decimal;
 		break;
 	case KEY_COUNT:
 		why = parse_whole(value, INT_MAX, &whole);
@@ -1342,12 +1468,16 @@ static bool looks_like_setting(const char *word)
  * offender is reported and falls back to its default, so the rule keeps
  * its ceiling and loses only the inconsistent setting. */
 static void check_order(struct reporter *r, const char *low_name,
-                        int64_t *low, const char *high_name, int64_t high)
+                        double *low, const char *high_name, double high)
 {
+	char low_text[RATE_TEXT], high_text[RATE_TEXT];
+
 	if (*low > 0 && high > 0 && *low > high) {
-		report(r, "%s (%" PRId64 ") is above %s (%" PRId64 "); "
-		       "expected %s <= %s", low_name, *low, high_name, high,
-		       low_name, high_name);
+		format_rate(low_text, *low);
+		format_rate(high_text, high);
+		report(r, "%s (%s) is above %s (%s); expected %s <= %s",
+		       low_name, low_text, high_name, high_text, low_name,
+		       high_name);
 		*low = 0;
 	}
 }
@@ -1535,9 +1665,10 @@ static int parse_rule(const char *var, const char *name, const char *value,
 		}
 	}
 	if (!seen[KEY_MAX - keys])
-		report(&r, "key \"max\" is missing; expected max=N, a whole "
-		       "number of %s greater than 0", inbound
-		       ? "connections at once" : "requests per second");
+		report(&r, "key \"max\" is missing; expected max=N, %s",
+		       inbound ? "a whole number of connections at once "
+		                 "greater than 0"
+		               : "a rate greater than 0: " RATE_FORMS);
 	check_resilience(&r, out);
 	{
 		/* What the fleet settings say together (fleet_config.h). */

@@ -70,6 +70,9 @@
  * at the region's end (the breaker now sits at its offset 23000).  Version 4
  * gave the controller's first padding word a meaning (backlog_ms), which a
  * version 3 preload's check of a slot would take for garbage and reset.
+ * Version 5 stores the resolved config's five rate bounds (max, min, floor,
+ * probe, initial) as doubles, for rates below one request per second: the
+ * same offsets, but a version 4 preload would read their bits as integers.
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -82,7 +85,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 4
+#define AGILE_STATE_VERSION 5
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

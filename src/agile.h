@@ -97,11 +97,15 @@ enum agile_kind {
  */
 struct agile_config {
 	enum agile_preset preset;
-	int64_t min_rate;     /* legacy fallback for floor_rate and probe_rate */
-	int64_t floor_rate;   /* operating floor while the downstream answers */
-	int64_t probe_rate;   /* floor while it is unreachable; <= floor_rate */
-	int64_t max_rate;     /* hard ceiling; required (> 0) */
-	int64_t initial_rate; /* start; default max/8, at least floor */
+	/* Rates are requests per second and may be fractional (0.5 is one
+	 * request every 2 s), down to AGILE_MIN_RATE; concurrency bounds are
+	 * whole numbers. */
+	double min_rate;     /* legacy fallback for floor_rate and probe_rate */
+	double floor_rate;   /* operating floor while the downstream answers */
+	double probe_rate;   /* floor while it is unreachable; <= floor_rate */
+	double max_rate;     /* hard ceiling; required (> 0) */
+	double initial_rate; /* start; default max/8 rounded down, at least
+	                        floor */
 	int64_t slo_ns;       /* latency objective; 0 = none (guard off) */
 	enum agile_anchor anchor;
 	double tail_factor;       /* guard fires above slo x tail_factor; 1.0 */
@@ -153,7 +157,12 @@ struct agile_config {
 };
 
 /* Defaults, each documented where the knob is explained (README). */
-#define AGILE_DEFAULT_MIN_RATE 1
+#define AGILE_DEFAULT_MIN_RATE 1 /* or max_rate, when that is lower */
+/* The slowest rate a limiter takes: one request per hour.  A rate bound
+ * below it (other than 0, unset) is refused by agile_config_validate() and
+ * raised to it by agile_resolve(): a slower pace is a scheduled job's,
+ * not a rate a latency controller can learn anything at. */
+#define AGILE_MIN_RATE (1.0 / 3600.0)
 #define AGILE_DEFAULT_TAIL_FACTOR 1.0
 #define AGILE_DEFAULT_TAIL_TOLERANCE_SLO 0.05 /* PresetNone with an SLO */
 #define AGILE_DEFAULT_SLOW_HALF_LIFE_NS (60 * AGILE_NS_PER_S)
@@ -222,11 +231,11 @@ struct agile_resolved {
 	uint32_t preset;          /* enum agile_preset as written */
 	uint32_t anchor;          /* enum agile_anchor in force (never UNSET) */
 	uint32_t anchor_degraded; /* 1: SLO anchor asked for without an SLO */
-	int64_t max_rate;
-	int64_t min_rate;
-	int64_t floor_rate;
-	int64_t probe_rate;
-	int64_t initial_rate;
+	double max_rate;
+	double min_rate;
+	double floor_rate;
+	double probe_rate;
+	double initial_rate;
 	int64_t slo_ns;
 	int64_t tick_ns;
 	int64_t slow_half_life_ns;
@@ -281,6 +290,14 @@ size_t agile_resolved_json(const struct agile_resolved *r, char *buf,
                            size_t len);
 /* Format a duration with the largest exact-ish unit: "250us", "1.5s". */
 size_t agile_duration_format(int64_t ns, char *buf, size_t len);
+
+/*
+ * agile_rate_format - a rate in requests per second as plain digits: whole
+ * rates as integers ("500"), others with up to 15 significant digits and no
+ * exponent ("0.5", "0.1", "0.000277777777777778"), so a slow rate never
+ * prints as 0.  Returns what snprintf would.
+ */
+size_t agile_rate_format(double rate, char *buf, size_t len);
 
 /* ------------------------------------------------------------------------ */
 /* Leaky bucket: the rate actuator                                           */

@@ -173,16 +173,30 @@ static void print_tail(const struct agile_stats *st,
 	printf("tail guard p99 > %s\n", target);
 }
 
+/* A rate for the table: one decimal from 1/s up, as always; below that
+ * three significant digits, so one request every 10 s reads 0.1/s and one
+ * a minute 0.0167/s rather than 0.0/s. */
+static const char *per_second(char buf[32], double rate)
+{
+	if (rate > 0 && rate < 1)
+		snprintf(buf, 32, "%.3g", rate);
+	else
+		snprintf(buf, 32, "%.1f", rate);
+	return buf;
+}
+
 /* The rate limiter's lines of the table: rate, latency, samples, counts. */
 static void print_rate(const struct view *v)
 {
 	const struct agile_stats *st = &v->stats;
 	const struct agile_resolved *c = v->config;
+	char rate[32], used[32], floor[48], max[48];
 
-	printf("  rate %.1f/s (floor %lld, max %lld)  used %.1f/s  "
-	       "last step %s%s%s\n", st->rate,
-	       (long long)c->floor_rate, (long long)c->max_rate,
-	       st->used, agile_action_name(st->last_action),
+	agile_rate_format(c->floor_rate, floor, sizeof floor);
+	agile_rate_format(c->max_rate, max, sizeof max);
+	printf("  rate %s/s (floor %s, max %s)  used %s/s  "
+	       "last step %s%s%s\n", per_second(rate, st->rate), floor, max,
+	       per_second(used, st->used), agile_action_name(st->last_action),
 	       st->cold_start ? "  cold start" : "",
 	       st->probe_mode ? "  probing" : "");
 	print_ms("p50", (double)st->p50_ns);
@@ -250,7 +264,12 @@ static void print_json(const struct view *v, int n)
 		agilestat_json_string(v->slot->dest);
 		printf(",\"pace\":\"%s\"", v->slot->pace == 1 ? "connect"
 		                                              : "request");
-		printf(",\"rate\":%.3f,\"used\":%.3f", st->rate, st->used);
+		/* Three decimals, or six significant digits below 1/s so a
+		 * rate of one request an hour is not 0.000. */
+		printf(st->rate > 0 && st->rate < 1 ? ",\"rate\":%.6g"
+		                                    : ",\"rate\":%.3f", st->rate);
+		printf(st->used > 0 && st->used < 1 ? ",\"used\":%.6g"
+		                                    : ",\"used\":%.3f", st->used);
 		printf(",\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"fast_ms\":%.3f"
 		       ",\"baseline_ms\":%.3f", ms(st->p50_ns), ms(st->p99_ns),
 		       ms(st->fast_ns), ms(st->baseline_ns));
@@ -272,11 +291,13 @@ static void print_json(const struct view *v, int n)
 		       (unsigned long long)v->blind_for,
 		       (unsigned long long)st->ticks,
 		       agile_action_name(st->last_action));
-		printf(",\"max\":%lld,\"floor\":%lld,\"probe\":%lld"
-		       ",\"slo_ms\":%.3f",
-		       (long long)v->config->max_rate,
-		       (long long)v->config->floor_rate,
-		       (long long)v->config->probe_rate,
+		char max[48], floor[48], probe[48];
+
+		agile_rate_format(v->config->max_rate, max, sizeof max);
+		agile_rate_format(v->config->floor_rate, floor, sizeof floor);
+		agile_rate_format(v->config->probe_rate, probe, sizeof probe);
+		printf(",\"max\":%s,\"floor\":%s,\"probe\":%s"
+		       ",\"slo_ms\":%.3f", max, floor, probe,
 		       ms(v->config->slo_ns));
 		printf(",\"live_processes\":%d,\"pids\":[", v->live);
 		for (int k = 0; k < v->live && k < AGILE_STATE_PIDS; k++)
@@ -352,7 +373,7 @@ static void print_prometheus(const struct view *v, int n)
 			switch (m) {
 			case 0: value = st->rate; break;
 			case 1: value = st->used; break;
-			case 2: value = (double)v[i].config->max_rate; break;
+			case 2: value = v[i].config->max_rate; break;
 			case 3: value = (double)st->p50_ns / 1e9; break;
 			case 4: value = (double)st->p99_ns / 1e9; break;
 			case 5: value = (double)st->baseline_ns / 1e9; break;

@@ -448,16 +448,58 @@ static struct default_text default_duration(int64_t ns)
 }
 
 /* How a bound came to have its value, for the clamp messages. */
-static void describe_rate(char out[SHORT_TEXT + 32], int64_t value,
-                          int64_t written, int64_t min_written)
+static void describe_rate(char out[SHORT_TEXT + 32], double value,
+                          double written, double min_written)
 {
+	char shown[SHORT_TEXT];
+
+	format_number(shown, value);
 	if (written > 0)
-		snprintf(out, SHORT_TEXT + 32, "%" PRId64, value);
+		snprintf(out, SHORT_TEXT + 32, "%s", shown);
 	else if (min_written > 0)
-		snprintf(out, SHORT_TEXT + 32, "%" PRId64 ", inherited from min_rate",
-		         value);
+		snprintf(out, SHORT_TEXT + 32, "%s, inherited from min_rate",
+		         shown);
 	else
-		snprintf(out, SHORT_TEXT + 32, "%" PRId64 ", the default", value);
+		snprintf(out, SHORT_TEXT + 32, "%s, the default", shown);
+}
+
+/*
+ * A rate bound as written: negative, not finite or set below AGILE_MIN_RATE
+ * is reported.  Returns the value to use, 0 for unset; a bound below the
+ * slowest rate is raised to it rather than dropped, as the user clearly
+ * wanted it slow.
+ */
+static double rate_field(struct report *rep, const char *field, double value,
+                         const char *unset)
+{
+	char shown[SHORT_TEXT], lowest[SHORT_TEXT];
+
+	format_number(shown, value);
+	if (!isfinite(value)) {
+		problem(rep, field, "%s (%s) is not a finite number; it would be "
+		        "treated as unset: %s.", field, shown, unset);
+		return 0;
+	}
+	if (value < 0) {
+		problem(rep, field, "%s (%s) must not be negative; it would be "
+		        "treated as unset: %s.", field, shown, unset);
+		return 0;
+	}
+	if (value > 0 && value < AGILE_MIN_RATE) {
+		format_number(lowest, AGILE_MIN_RATE);
+		problem(rep, field, "%s (%s) is below one request per hour, the "
+		        "slowest rate a limiter takes; it would be raised to %s.",
+		        field, shown, lowest);
+		return AGILE_MIN_RATE;
+	}
+	return value;
+}
+
+/* max/8 rounded down: a function of its own, as resolve_rates' `floor`
+ * hides floor(). */
+static double rate_eighth(double max)
+{
+	return floor(max / 8);
 }
 
 /* Pass 2: the rate bounds.  `max_ok` is false when max_rate is unusable; the
@@ -465,32 +507,42 @@ static void describe_rate(char out[SHORT_TEXT + 32], int64_t value,
 static void resolve_rates(const struct agile_config *c, bool max_ok,
                           struct agile_resolved *r, struct report *rep)
 {
-	int64_t max = c->max_rate;
-	int64_t min_w = count_field(rep, "min_rate", c->min_rate,
-	                            "the default of "
-	                            STRINGIFY(AGILE_DEFAULT_MIN_RATE) " applies");
-	int64_t floor_w = count_field(rep, "floor_rate", c->floor_rate,
-	                              "it inherits min_rate");
-	int64_t probe_w = count_field(rep, "probe_rate", c->probe_rate,
-	                              "it inherits min_rate");
-	int64_t initial_w = count_field(rep, "initial_rate", c->initial_rate,
-	                                "it is derived as max_rate/8");
-	int64_t min = min_w > 0 ? min_w : AGILE_DEFAULT_MIN_RATE;
-	int64_t floor, probe, initial;
+	double max = max_ok ? rate_field(rep, "max_rate", c->max_rate, "")
+	                    : c->max_rate;
+	double min_w = rate_field(rep, "min_rate", c->min_rate,
+	                          "the default of "
+	                          STRINGIFY(AGILE_DEFAULT_MIN_RATE) " applies");
+	double floor_w = rate_field(rep, "floor_rate", c->floor_rate,
+	                            "it inherits min_rate");
+	double probe_w = rate_field(rep, "probe_rate", c->probe_rate,
+	                            "it inherits min_rate");
+	double initial_w = rate_field(rep, "initial_rate", c->initial_rate,
+	                              "it is derived as max_rate/8");
+	double min = min_w > 0 ? min_w : AGILE_DEFAULT_MIN_RATE;
+	double floor, probe, initial;
+	char shown[SHORT_TEXT], bound[SHORT_TEXT];
 
+	/* The default floor of 1 is "1, or the ceiling when that is lower":
+	 * max_rate=0.5 alone is a complete configuration. */
+	if (max_ok && min_w == 0 && min > max)
+		min = max;
 	if (max_ok && min > max) {
+		format_number(shown, min);
+		format_number(bound, max);
 		problem(rep, "min_rate",
-		        "min_rate (%" PRId64 ") is above max_rate (%" PRId64 "); it "
-		        "would be clamped to %" PRId64 ".", min, max, max);
+		        "min_rate (%s) is above max_rate (%s); it would be clamped "
+		        "to %s.", shown, bound, bound);
 		min = max;
 	}
 
 	/* An inherited floor was already clamped with min_rate above. */
 	floor = floor_w > 0 ? floor_w : min;
 	if (max_ok && floor > max) {
+		format_number(shown, floor);
+		format_number(bound, max);
 		problem(rep, "floor_rate",
-		        "floor_rate (%" PRId64 ") is above max_rate (%" PRId64 "); it "
-		        "would be clamped to %" PRId64 ".", floor, max, max);
+		        "floor_rate (%s) is above max_rate (%s); it would be "
+		        "clamped to %s.", shown, bound, bound);
 		floor = max;
 	}
 
@@ -502,28 +554,34 @@ static void resolve_rates(const struct agile_config *c, bool max_ok,
 
 		describe_rate(probe_text, probe, probe_w, min_w);
 		describe_rate(floor_text, floor, floor_w, min_w);
+		format_number(bound, floor);
 		problem(rep, "probe_rate",
 		        "probe_rate (%s) is above floor_rate (%s); the outage floor "
 		        "must not exceed the operating floor, so it would be lowered "
-		        "to %" PRId64 ".", probe_text, floor_text, floor);
+		        "to %s.", probe_text, floor_text, bound);
 		probe = floor;
 	}
 
 	if (initial_w == 0) {
 		/* Guessing high costs a couple of fast backoff ticks, guessing low
-		 * a long additive climb, hence max/8 rather than the floor. */
-		initial = max_ok ? max / 8 : 0;
+		 * a long additive climb, hence max/8 rather than the floor.
+		 * Rounded down, as it was when rates were whole numbers. */
+		initial = max_ok ? rate_eighth(max) : 0;
 		if (initial < floor)
 			initial = floor;
 	} else if (max_ok && initial_w > max) {
+		format_number(shown, initial_w);
+		format_number(bound, max);
 		problem(rep, "initial_rate",
-		        "initial_rate (%" PRId64 ") is above max_rate (%" PRId64 "); "
-		        "it would be clamped to %" PRId64 ".", initial_w, max, max);
+		        "initial_rate (%s) is above max_rate (%s); it would be "
+		        "clamped to %s.", shown, bound, bound);
 		initial = max;
 	} else if (initial_w < floor) {
+		format_number(shown, initial_w);
+		format_number(bound, floor);
 		problem(rep, "initial_rate",
-		        "initial_rate (%" PRId64 ") is below floor_rate (%" PRId64 "); "
-		        "it would be raised to %" PRId64 ".", initial_w, floor, floor);
+		        "initial_rate (%s) is below floor_rate (%s); it would be "
+		        "raised to %s.", shown, bound, bound);
 		initial = floor;
 	} else {
 		initial = initial_w;
@@ -617,7 +675,7 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 {
 	enum agile_preset preset = c->preset;
 	enum agile_anchor anchor = c->anchor;
-	bool max_ok = c->max_rate > 0;
+	bool max_ok = c->max_rate > 0 && isfinite(c->max_rate);
 	bool anchor_from_preset;
 	struct preset_row row;
 	int64_t slo;
@@ -632,11 +690,16 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		        (int)preset);
 		preset = AGILE_PRESET_NONE;
 	}
-	if (!max_ok)
+	if (!max_ok) {
+		char shown[SHORT_TEXT];
+
+		format_number(shown, c->max_rate);
 		problem(rep, "max_rate",
-		        "max_rate (%" PRId64 ") must be greater than 0: it is the "
+		        "max_rate (%s) must be %sgreater than 0: it is the "
 		        "ceiling you promise the downstream, and nothing can run "
-		        "without it.", c->max_rate);
+		        "without it.", shown,
+		        isfinite(c->max_rate) ? "" : "a finite number ");
+	}
 	resolve_rates(c, max_ok, r, rep);
 	slo = count_field(rep, "slo_ns", c->slo_ns,
 	                  "there is no SLO and the tail guard is off");
@@ -863,7 +926,8 @@ int agile_resolve(const struct agile_config *config, enum agile_kind kind,
 {
 	struct agile_resolved r;
 
-	if (config == NULL || out == NULL || config->max_rate <= 0)
+	if (config == NULL || out == NULL || !(config->max_rate > 0) ||
+	    !isfinite(config->max_rate))
 		return -EINVAL;
 	if (kind != AGILE_KIND_RATE && kind != AGILE_KIND_CONCURRENCY)
 		return -EINVAL;
@@ -882,6 +946,16 @@ size_t agile_duration_format(int64_t ns, char *buf, size_t len)
 	char shown[SHORT_TEXT];
 
 	format_duration(shown, ns);
+	text_printf(&t, "%s", shown);
+	return t.need;
+}
+
+size_t agile_rate_format(double rate, char *buf, size_t len)
+{
+	struct text t = text_start(buf, len);
+	char shown[SHORT_TEXT];
+
+	format_number(shown, rate);
 	text_printf(&t, "%s", shown);
 	return t.need;
 }
@@ -1058,11 +1132,11 @@ static void listing_all(struct listing *l, const struct agile_resolved *r)
 	listing_string(l, "window", text);
 	agile_resolved_tail(r, text, sizeof text);
 	listing_string(l, "tail", text);
-	listing_int(l, "max_rate", r->max_rate);
-	listing_int(l, "min_rate", r->min_rate);
-	listing_int(l, "floor_rate", r->floor_rate);
-	listing_int(l, "probe_rate", r->probe_rate);
-	listing_int(l, "initial_rate", r->initial_rate);
+	listing_real(l, "max_rate", r->max_rate);
+	listing_real(l, "min_rate", r->min_rate);
+	listing_real(l, "floor_rate", r->floor_rate);
+	listing_real(l, "probe_rate", r->probe_rate);
+	listing_real(l, "initial_rate", r->initial_rate);
 	format_slo(human, r->slo_ns);
 	listing_duration(l, "slo", r->slo_ns, human);
 	listing_real(l, "tail_factor", r->tail_factor);

@@ -167,7 +167,7 @@ void agile_controller_init(struct agile_controller *c,
                            const struct agile_resolved *r)
 {
 	memset(c, 0, sizeof(*c));
-	c->rate = (double)r->initial_rate;
+	c->rate = r->initial_rate;
 	c->cold_start = 1;
 }
 
@@ -366,7 +366,7 @@ double agile_controller_step(struct agile_controller *c,
 	struct agile_controller n = *c;
 	const struct agile_hist_snapshot *h = in->hist;
 	uint64_t observed = h->total;
-	double max = (double)r->max_rate;
+	double max = r->max_rate;
 	double rate = agile__load_double(&c->rate);
 	double next;
 
@@ -452,12 +452,12 @@ double agile_controller_step(struct agile_controller *c,
 	    in->unreachable >= (uint64_t)AGILE_OUTAGE_RATIO * observed) {
 		n.blind_ticks = observed ? 0 : n.blind_ticks + 1;
 		next = outage_step(&n, r);
-		n.rate = clamp(next, (double)r->probe_rate, max);
+		n.rate = clamp(next, r->probe_rate, max);
 		publish(c, &n);
 		return n.rate;
 	}
 
-	double floor = n.probe_mode ? (double)r->probe_rate : (double)r->floor_rate;
+	double floor = n.probe_mode ? r->probe_rate : r->floor_rate;
 
 	if (observed == 0) {
 		if (measured && (in->used > 0 || in->pending)) {

@@ -208,8 +208,8 @@ int agile_rate_init(struct agile_rate_limiter *l,
 
 	if (rc < 0)
 		return rc;
-	rc = agile_bucket_init(&l->bucket, (double)l->loop.config.initial_rate,
-	                       (double)l->loop.config.max_rate);
+	rc = agile_bucket_init(&l->bucket, l->loop.config.initial_rate,
+	                       l->loop.config.max_rate);
 	if (rc < 0)
 		return rc;
 	l->grants_at_tick = 0;

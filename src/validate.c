@@ -93,21 +93,23 @@ int agile_bucket_validate(const struct agile_bucket *b,
 	int64_t interval_ns = agile__load_i64(&b->interval_ns);
 	int64_t last_ns = agile__load_i64(&b->last_ns);
 	int64_t ceiling_ns, slowest_ns;
+	char max[AGILE__NUMBER_TEXT];
 
-	if (r->max_rate <= 0)
-		return reject(why, "max_rate", "max_rate (%" PRId64 ") must be "
+	agile__format_number(max, r->max_rate);
+	if (!(r->max_rate > 0) || !isfinite(r->max_rate))
+		return reject(why, "max_rate", "max_rate (%s) must be "
 		              "above 0: without it there is no ceiling to "
-		              "check the bucket against.", r->max_rate);
-	ceiling_ns = agile__bucket_min_interval((double)r->max_rate);
+		              "check the bucket against.", max);
+	ceiling_ns = agile__bucket_min_interval(r->max_rate);
 	if (min_interval_ns != ceiling_ns)
 		return reject(why, "bucket.min_interval_ns",
 		              "bucket.min_interval_ns (%" PRId64 ") must be %"
-		              PRId64 " ns, the spacing of max_rate %" PRId64 ".",
-		              min_interval_ns, ceiling_ns, r->max_rate);
+		              PRId64 " ns, the spacing of max_rate %s.",
+		              min_interval_ns, ceiling_ns, max);
 	/* The controller never runs below probe_rate, so no spacing it asks
 	 * for is longer than probe_rate's. */
 	slowest_ns = agile__bucket_interval(
-		r->probe_rate > 0 ? (double)r->probe_rate : 0, ceiling_ns);
+		r->probe_rate > 0 ? r->probe_rate : 0, ceiling_ns);
 	if (interval_ns < ceiling_ns || interval_ns > slowest_ns)
 		return reject(why, "bucket.interval_ns",
 		              "bucket.interval_ns (%" PRId64 ") must be within "
@@ -192,12 +194,16 @@ int agile_controller_validate(const struct agile_controller *c,
 	 * and fleet=adaptive mirrors a fleet's controller, whose ceiling is
 	 * the fleet's, into a host's limiter.  Latencies are counts of
 	 * nanoseconds, so they fit in [0, 2^63]; shares of a tick in [0, 1].
+	 * The rate's own floor is 1 unless the limiter is configured below
+	 * 1/s, where it is the slowest rate any limiter takes.
 	 */
+	const double lowest_rate = r->probe_rate < 1 ? AGILE_MIN_RATE : 1;
 	const struct {
 		const char *field;
 		double value, lo, hi;
 	} reals[] = {
-		{ "controller.rate", agile__load_double(&c->rate), 1, FINITE_MAX },
+		{ "controller.rate", agile__load_double(&c->rate), lowest_rate,
+		  FINITE_MAX },
 		{ "controller.baseline_ns", agile__load_double(&c->baseline_ns),
 		  0, 0x1p63 },
 		{ "controller.fast_ns", agile__load_double(&c->fast_ns), 0,
@@ -304,14 +310,18 @@ static int loop_validate(const struct agile_loop *loop,
 	int64_t last_tick_ns = agile__load_i64(&loop->last_tick_ns);
 	int64_t slack_now = agile__add_sat(now_ns, AGILE_CLOCK_SLACK_NS);
 
-	if (memcmp(&loop->config, r, sizeof(*r)) != 0)
+	if (memcmp(&loop->config, r, sizeof(*r)) != 0) {
+		char stored[AGILE__NUMBER_TEXT], checked[AGILE__NUMBER_TEXT];
+
+		agile__format_number(stored, loop->config.max_rate);
+		agile__format_number(checked, r->max_rate);
 		return reject(why, "config",
 		              "the resolved configuration stored with the "
-		              "limiter (max_rate %" PRId64 ", tick_ns %" PRId64
-		              ") is not the one it is checked against (max_rate "
-		              "%" PRId64 ", tick_ns %" PRId64 ").",
-		              loop->config.max_rate, loop->config.tick_ns,
-		              r->max_rate, r->tick_ns);
+		              "limiter (max_rate %s, tick_ns %" PRId64 ") is not "
+		              "the one it is checked against (max_rate %s, "
+		              "tick_ns %" PRId64 ").", stored, loop->config.tick_ns,
+		              checked, r->tick_ns);
+	}
 	/* A claim sets next_tick_ns to the claimer's now plus one tick, and
 	 * the claimer's now may be a little ahead of ours. */
 	if (next_tick_ns > agile__add_sat(slack_now, r->tick_ns))

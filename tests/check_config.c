@@ -626,7 +626,13 @@ START_TEST(config_resolve_rejects_max_rate_zero)
 	ck_assert_int_eq(agile_resolve(&c, AGILE_KIND_RATE, &r), -EINVAL);
 	/* `out` is untouched on failure. */
 	ck_assert_uint_eq(r.kind, 0xa5a5a5a5u);
-	ck_assert_int_eq(r.max_rate, (int64_t)0xa5a5a5a5a5a5a5a5u);
+	/* max_rate is a double: compare its bytes, not its value. */
+	{
+		unsigned char pattern[sizeof r.max_rate];
+
+		memset(pattern, 0xa5, sizeof pattern);
+		ck_assert_int_eq(memcmp(&r.max_rate, pattern, sizeof pattern), 0);
+	}
 }
 END_TEST
 
@@ -878,6 +884,70 @@ START_TEST(config_validate_clean_config_is_silent)
 	c.deadband = 0.99;
 	c.down_step = 0.99;
 	ck_assert_uint_eq(agile_config_validate(&c, problems, 4), 0);
+}
+END_TEST
+
+/* Rates below 1/s: max alone is complete (the default floor of 1 becomes
+ * the ceiling), fractions are kept exactly and printed as written, and a
+ * bound below one request per hour is raised to it. */
+START_TEST(config_sub_second_rates)
+{
+	struct agile_config c = { .max_rate = 0.5 };
+	struct agile_resolved r;
+	struct agile_problem p;
+	char text[4096];
+
+	ck_assert_uint_eq(agile_config_validate(&c, NULL, 0), 0);
+	ck_assert_int_eq(agile_resolve(&c, AGILE_KIND_RATE, &r), 0);
+	ck_assert(r.max_rate == 0.5);
+	ck_assert(r.min_rate == 0.5);
+	ck_assert(r.floor_rate == 0.5);
+	ck_assert(r.probe_rate == 0.5);
+	ck_assert(r.initial_rate == 0.5);
+
+	c = (struct agile_config){ .max_rate = 0.5, .floor_rate = 0.1,
+	                           .probe_rate = 0.05 };
+	ck_assert_uint_eq(agile_config_validate(&c, NULL, 0), 0);
+	ck_assert_int_eq(agile_resolve(&c, AGILE_KIND_RATE, &r), 0);
+	ck_assert(r.floor_rate == 0.1);
+	ck_assert(r.probe_rate == 0.05);
+	ck_assert(r.initial_rate == 0.1);
+	agile_resolved_format(&r, text, sizeof text);
+	ck_assert_contains(text, "max_rate: 0.5\n");
+
+	c.floor_rate = 0.75;
+	p = problem_for(&c, 1, "floor_rate");
+	ck_assert_str_eq(p.message, "floor_rate (0.75) is above max_rate (0.5); "
+	                            "it would be clamped to 0.5.");
+	c.floor_rate = 0.1;
+	c.initial_rate = 0.01;
+	p = problem_for(&c, 1, "initial_rate");
+	ck_assert_str_eq(p.message, "initial_rate (0.01) is below floor_rate "
+	                            "(0.1); it would be raised to 0.1.");
+
+	c = (struct agile_config){ .max_rate = 0.0001 };
+	p = problem_for(&c, 1, "max_rate");
+	ck_assert_str_eq(p.message, "max_rate (0.0001) is below one request per "
+	                            "hour, the slowest rate a limiter takes; it "
+	                            "would be raised to 0.000277777777777778.");
+	ck_assert_int_eq(agile_resolve(&c, AGILE_KIND_RATE, &r), 0);
+	ck_assert(r.max_rate == AGILE_MIN_RATE);
+	ck_assert(r.floor_rate == AGILE_MIN_RATE);
+
+	c.max_rate = INFINITY;
+	p = problem_for(&c, 1, "max_rate");
+	ck_assert_str_eq(p.message, "max_rate (inf) must be a finite number "
+	                            "greater than 0: it is the ceiling you "
+	                            "promise the downstream, and nothing can run "
+	                            "without it.");
+	ck_assert_int_eq(agile_resolve(&c, AGILE_KIND_RATE, &r), -EINVAL);
+
+	ck_assert_uint_eq(agile_rate_format(0.1, text, sizeof text), 3);
+	ck_assert_str_eq(text, "0.1");
+	agile_rate_format(500, text, sizeof text);
+	ck_assert_str_eq(text, "500");
+	agile_rate_format(1.0 / 60, text, sizeof text);
+	ck_assert_str_eq(text, "0.0166666666666667");
 }
 END_TEST
 
@@ -1497,6 +1567,7 @@ Suite *config_suite(void)
 
 	tcase_add_test(validate, config_validate_clean_config_is_silent);
 	tcase_add_test(validate, config_validate_max_rate);
+	tcase_add_test(validate, config_sub_second_rates);
 	tcase_add_test(validate, config_validate_continues_without_max_rate);
 	tcase_add_test(validate, config_validate_anchor_slo_without_slo);
 	tcase_add_test(validate, config_validate_latency_first_without_slo);

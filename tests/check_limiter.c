@@ -201,6 +201,99 @@ START_TEST(limiter_rate_init_initial_not_below_floor)
 }
 END_TEST
 
+/* --- rate limiter: rates below 1/s ------------------------------------------ */
+
+/* The limiter passes the core's own check (agile_rate_validate) at `now`. */
+static void ck_assert_valid(const struct agile_rate_limiter *l, int64_t now)
+{
+	struct agile_problem why;
+
+	ck_assert_msg(agile_rate_validate(l, agile_rate_config(l), now, &why) ==
+	              0, "%s", why.message);
+}
+
+/* max=0.5 is one grant every 2 s, exactly, from the first. */
+START_TEST(limiter_rate_half_per_second_spaces_two_seconds)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = { .max_rate = 0.5 };
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	ck_assert(agile_rate_config(&l)->floor_rate == 0.5);
+	ck_assert(agile_rate_config(&l)->initial_rate == 0.5);
+	ck_assert_int_eq(l.bucket.min_interval_ns, 2 * SEC);
+	ck_assert_int_eq(l.bucket.interval_ns, 2 * SEC);
+	for (int64_t i = 0; i < 5; i++)
+		ck_assert_int_eq(agile_rate_take(&l, 0), i * 2 * SEC);
+	/* A caller that comes late is served at once, then 2 s apart. */
+	ck_assert_int_eq(agile_rate_take(&l, 60 * SEC), 60 * SEC);
+	ck_assert_int_eq(agile_rate_take(&l, 60 * SEC), 62 * SEC);
+	ck_assert_valid(&l, 60 * SEC);
+}
+END_TEST
+
+/*
+ * The controller's bounds hold when they are fractions: congestion walks the
+ * rate down to floor=0.1 (10 s spacing) and no lower, an outage to
+ * probe=0.05 (20 s), and health back up to max=0.5 (2 s) and no higher.
+ */
+START_TEST(limiter_rate_fractional_bounds_hold)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = { .max_rate = 0.5, .floor_rate = 0.1,
+	                          .probe_rate = 0.05, .initial_rate = 0.25,
+	                          .preset = AGILE_PRESET_BALANCED };
+	int64_t now = 0;
+	double lowest = 1e9, highest = 0;
+
+	ck_assert_int_eq(agile_rate_init(&l, &c, now), 0);
+	ck_assert_int_eq(l.bucket.interval_ns, 4 * SEC);
+	/* A baseline of 10 ms, then latency ten times that for a minute. */
+	for (int i = 0; i < 5; i++) {
+		observe_n(&l, 3, 10 * MS);
+		now += SEC;
+		agile_rate_tick(&l, now);
+	}
+	for (int i = 0; i < 60; i++) {
+		observe_n(&l, 3, 100 * MS);
+		now += SEC;
+		agile_rate_tick(&l, now);
+		ck_assert_valid(&l, now);
+		if (agile_rate_rate(&l) < lowest)
+			lowest = agile_rate_rate(&l);
+	}
+	ck_assert(lowest == 0.1);
+	ck_assert(agile_rate_rate(&l) == 0.1);
+	ck_assert_int_eq(l.bucket.interval_ns, 10 * SEC);
+
+	/* Unreachable: the outage floor, 20 s apart. */
+	for (int i = 0; i < 30; i++) {
+		agile_rate_unavailable(&l);
+		now += SEC;
+		agile_rate_tick(&l, now);
+		ck_assert_valid(&l, now);
+		ck_assert(agile_rate_rate(&l) >= 0.05);
+	}
+	ck_assert(rate_stats(&l).probe_mode);
+	ck_assert(agile_rate_rate(&l) == 0.05);
+	ck_assert_int_eq(l.bucket.interval_ns, 20 * SEC);
+
+	/* Healthy again for ten minutes: up to the ceiling, never past it. */
+	for (int i = 0; i < 600; i++) {
+		take_n(&l, 1, now);
+		observe_n(&l, 3, 10 * MS);
+		now += SEC;
+		agile_rate_tick(&l, now);
+		ck_assert_valid(&l, now);
+		if (agile_rate_rate(&l) > highest)
+			highest = agile_rate_rate(&l);
+	}
+	ck_assert(highest == 0.5);
+	ck_assert(agile_rate_rate(&l) == 0.5);
+	ck_assert_int_eq(l.bucket.interval_ns, 2 * SEC);
+}
+END_TEST
+
 /* --- rate limiter: take ----------------------------------------------------- */
 
 START_TEST(limiter_rate_take_spacing_follows_rate)
@@ -1210,6 +1303,8 @@ Suite *limiter_suite(void)
 	tcase_add_test(rate, limiter_rate_init_defaults);
 	tcase_add_test(rate, limiter_rate_init_initial_not_below_floor);
 	tcase_add_test(rate, limiter_rate_take_spacing_follows_rate);
+	tcase_add_test(rate, limiter_rate_half_per_second_spaces_two_seconds);
+	tcase_add_test(rate, limiter_rate_fractional_bounds_hold);
 	tcase_add_test(rate, limiter_rate_try_take_respects_max_wait);
 	tcase_add_test(rate, limiter_rate_observe_counts_after_tick);
 	tcase_add_test(rate, limiter_rate_truncated_recorded_only_past_slo);

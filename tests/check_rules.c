@@ -630,20 +630,82 @@ END_TEST
 /* Numbers                                                                   */
 /* ------------------------------------------------------------------------ */
 
+/* The tails of the rate keys' messages. */
+#define RATE_FORMS \
+	"requests per second such as 5 or 0.5, or a count per period such as " \
+	"1/10s or 30/1m"
+#define MAX_EXPECTED "a rate greater than 0: " RATE_FORMS
+#define RATE_EXPECTED "a rate, 0 or more: " RATE_FORMS
+
+/* Rates below one request per second: plain decimals or a whole count per
+ * period, as quota= writes periods, down to one request per hour. */
+START_TEST(sub_second_rates)
+{
+	parse_ok("127.0.0.1:80 max=0.5");
+	ck_assert(rule.config.max_rate == 0.5);
+	parse_ok("127.0.0.1:80 max=1/2s floor=1/2s");
+	ck_assert(rule.config.max_rate == 0.5);
+	ck_assert(rule.config.floor_rate == 0.5);
+	parse_ok("127.0.0.1:80 max=30/1m floor=0.1 probe=1/m initial=0.25");
+	ck_assert(rule.config.max_rate == 0.5);
+	ck_assert(rule.config.floor_rate == 0.1);
+	ck_assert(rule.config.probe_rate == 1.0 / 60.0);
+	ck_assert(rule.config.initial_rate == 0.25);
+	parse_ok("127.0.0.1:80 max=1/h");
+	ck_assert(rule.config.max_rate == AGILE_MIN_RATE);
+	parse_ok("127.0.0.1:80 max=2.5 floor=1.5");
+	ck_assert(rule.config.max_rate == 2.5);
+	parse_ok("127.0.0.1:80 max=500/s");
+	ck_assert(rule.config.max_rate == 500);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=0.0001",
+		"AGILE_DEST_API: key \"max\": \"0.0001\" is below one request per "
+		"hour, the slowest rate; expected " MAX_EXPECTED);
+	ck_assert(!rule.enabled);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=5e-1",
+		"AGILE_DEST_API: key \"max\": \"5e-1\" has an exponent; write it "
+		"in plain digits; expected " MAX_EXPECTED);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=0.5/s",
+		"AGILE_DEST_API: key \"max\": \"0.5/s\" is not a whole number; "
+		"expected " MAX_EXPECTED);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=1/",
+		"AGILE_DEST_API: key \"max\": \"1/\" is not a number; expected "
+		MAX_EXPECTED);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=1/10x",
+		"AGILE_DEST_API: key \"max\": \"1/10x\" has an unknown unit; "
+		"expected " MAX_EXPECTED);
+	/* Order checks and the core's repairs print the fractions. */
+	ck_assert_only_message(
+		"127.0.0.1:80 max=0.5 floor=0.75",
+		"AGILE_DEST_API: floor (0.75) is above max (0.5); expected "
+		"floor <= max");
+	ck_assert(rule.enabled);
+	/* concurrency=adaptive reads the bounds as requests in flight. */
+	ck_assert_only_message(
+		"127.0.0.1:80 max=2.5 concurrency=adaptive",
+		"AGILE_DEST_API: key \"max\": 2.5 is not a whole number; expected "
+		"a whole number of requests in flight under concurrency=adaptive");
+	ck_assert(rule.config.max_rate == 3);
+}
+END_TEST
+
 /* The message the issue quotes, exactly; without max the rule is off. */
 START_TEST(max_not_a_number)
 {
 	ck_assert_only_message(
 		"127.0.0.1:80 max=fast",
-		"AGILE_DEST_API: key \"max\": \"fast\" is not a number; expected a "
-		"whole number of requests per second greater than 0");
+		"AGILE_DEST_API: key \"max\": \"fast\" is not a number; expected "
+		MAX_EXPECTED);
 	ck_assert(!rule.enabled);
 	/* "1e3" is a number to its writer: say what is wrong with it. */
 	ck_assert_only_message(
 		"127.0.0.1:80 max=1e3",
 		"AGILE_DEST_API: key \"max\": \"1e3\" has an exponent; write it "
-		"in plain digits; expected a whole number of requests per second "
-		"greater than 0");
+		"in plain digits; expected " MAX_EXPECTED);
 	ck_assert(!rule.enabled);
 	ck_assert_int_eq(parse("127.0.0.1:80 max=5 up=5E-2"), 1);
 	ck_assert_said("key \"up\": \"5E-2\" has an exponent; write it in "
@@ -657,8 +719,8 @@ START_TEST(max_missing)
 {
 	ck_assert_only_message(
 		"127.0.0.1:80 floor=5",
-		"AGILE_DEST_API: key \"max\" is missing; expected max=N, a whole "
-		"number of requests per second greater than 0");
+		"AGILE_DEST_API: key \"max\" is missing; expected max=N, "
+		MAX_EXPECTED);
 	ck_assert(!rule.enabled);
 }
 END_TEST
@@ -668,17 +730,18 @@ START_TEST(max_zero_negative_huge)
 	ck_assert_only_message(
 		"127.0.0.1:80 max=0",
 		"AGILE_DEST_API: key \"max\": \"0\" is not greater than 0; expected "
-		"a whole number of requests per second greater than 0");
+		MAX_EXPECTED);
 	ck_assert(!rule.enabled);
 	ck_assert_only_message(
 		"127.0.0.1:80 max=-5",
-		"AGILE_DEST_API: key \"max\": \"-5\" is negative; expected a whole "
-		"number of requests per second greater than 0");
+		"AGILE_DEST_API: key \"max\": \"-5\" is negative; expected "
+		MAX_EXPECTED);
 	ck_assert(!rule.enabled);
+	/* Rates below 1/s (see sub_second_rates); a period of 0 is none. */
 	ck_assert_only_message(
-		"127.0.0.1:80 max=2.5",
-		"AGILE_DEST_API: key \"max\": \"2.5\" is not a whole number; "
-		"expected a whole number of requests per second greater than 0");
+		"127.0.0.1:80 max=1/0s",
+		"AGILE_DEST_API: key \"max\": \"1/0s\" has a period of 0; "
+		"expected " MAX_EXPECTED);
 	ck_assert(!rule.enabled);
 	ck_assert_only_message(
 		"127.0.0.1:80 max=99999999999999999999999",
@@ -731,15 +794,15 @@ START_TEST(rate_messages)
 	ck_assert_only_message(
 		"127.0.0.1:80 max=50 floor=lots",
 		"AGILE_DEST_API: key \"floor\": \"lots\" is not a number; expected "
-		"a whole number of requests per second, 0 or more");
+		RATE_EXPECTED);
 	ck_assert_only_message(
 		"127.0.0.1:80 max=50 probe=-1",
-		"AGILE_DEST_API: key \"probe\": \"-1\" is negative; expected a "
-		"whole number of requests per second, 0 or more");
+		"AGILE_DEST_API: key \"probe\": \"-1\" is negative; expected "
+		RATE_EXPECTED);
 	ck_assert_only_message(
-		"127.0.0.1:80 max=50 floor=1.5",
-		"AGILE_DEST_API: key \"floor\": \"1.5\" is not a whole number; "
-		"expected a whole number of requests per second, 0 or more");
+		"127.0.0.1:80 max=50 floor=1/2h",
+		"AGILE_DEST_API: key \"floor\": \"1/2h\" is below one request per "
+		"hour, the slowest rate; expected " RATE_EXPECTED);
 	ck_assert_only_message(
 		"127.0.0.1:80 max=50 backoff_ticks=two",
 		"AGILE_DEST_API: key \"backoff_ticks\": \"two\" is not a number; "
@@ -886,8 +949,7 @@ START_TEST(malformed_settings)
 	ck_assert(!said("unknown key"));
 	ck_assert_only_message("127.0.0.1:80 max=5 floor=",
 	                       "AGILE_DEST_API: key \"floor\" has no value; "
-	                       "expected a whole number of requests per second, "
-	                       "0 or more");
+	                       "expected " RATE_EXPECTED);
 	ck_assert(rule.enabled);
 }
 END_TEST
@@ -1041,8 +1103,7 @@ START_TEST(env_messages_name_the_variable)
 	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_API: unknown key \"flor\"; "
 	                               "did you mean \"floor\"?");
 	ck_assert_str_eq(msgs.line[1], "AGILE_DEST_DB: key \"max\": \"fast\" is "
-	                               "not a number; expected a whole number of "
-	                               "requests per second greater than 0");
+	                               "not a number; expected " MAX_EXPECTED);
 	ck_assert_int_eq(rules.count, 2);
 	ck_assert(rules.rule[0].enabled);
 	ck_assert(!rules.rule[1].enabled);
@@ -1717,6 +1778,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(errors, duration_no_unit_message);
 	tcase_add_test(errors, duration_other_messages);
 	tcase_add_test(errors, max_not_a_number);
+	tcase_add_test(errors, sub_second_rates);
 	tcase_add_test(errors, max_missing);
 	tcase_add_test(errors, max_zero_negative_huge);
 	tcase_add_test(errors, floor_above_max);

@@ -59,7 +59,7 @@ static void check_rule(const struct agile_rule *r)
 		abort();
 	if (!r->enabled || r->inbound)
 		return;
-	if (r->config.max_rate <= 0 || r->port < 0 || r->port > 65535 ||
+	if (!(r->config.max_rate > 0) || r->port < 0 || r->port > 65535 ||
 	    r->prefix.prefix_len > 128)
 		abort();
 	if (agile_rate_init(&limiter, &r->config, 0) != 0)

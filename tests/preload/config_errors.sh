@@ -81,10 +81,12 @@ run_preloaded() {
 cat >"$tmp/cases" <<'EOF'
 API|127.0.0.1:8080 max=500 flor=20|AGILE_DEST_API: unknown key "flor"; did you mean "floor"?
 API|127.0.0.1:8080 max=500 slo=200|AGILE_DEST_API: key "slo": "200" has no unit; expected a duration such as 250us, 200ms or 1.5s
-API|127.0.0.1:8080 max=fast|AGILE_DEST_API: key "max": "fast" is not a number; expected a whole number of requests per second greater than 0
+API|127.0.0.1:8080 max=fast|AGILE_DEST_API: key "max": "fast" is not a number; expected a rate greater than 0: requests per second such as 5 or 0.5, or a count per period such as 1/10s or 30/1m
 API|127.0.0.1:8080 max=500 floor=600|AGILE_DEST_API: floor (600) is above max (500); expected floor <= max
+API|127.0.0.1:8080 max=1/0s|AGILE_DEST_API: key "max": "1/0s" has a period of 0; expected a rate greater than 0: requests per second such as 5 or 0.5, or a count per period such as 1/10s or 30/1m
+API|127.0.0.1:8080 max=0.5 floor=1/2h|AGILE_DEST_API: key "floor": "1/2h" is below one request per hour, the slowest rate; expected a rate, 0 or more: requests per second such as 5 or 0.5, or a count per period such as 1/10s or 30/1m
 API|127.0.0.1: max=500|AGILE_DEST_API: cannot read destination "127.0.0.1:"; expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path
-DB|[::1]:5432 floor=5|AGILE_DEST_DB: key "max" is missing; expected max=N, a whole number of requests per second greater than 0
+DB|[::1]:5432 floor=5|AGILE_DEST_DB: key "max" is missing; expected max=N, a rate greater than 0: requests per second such as 5 or 0.5, or a count per period such as 1/10s or 30/1m
 DB|[::1]:5432 max=200 pace=stream|AGILE_DEST_DB: key "pace": "stream" is not a pace; expected request or connect
 DB|[::1]:5432 max=200 preset=fast|AGILE_DEST_DB: key "preset": "fast" is not a preset; expected none, balanced, latency-first, throughput-first or seed
 DB|[::1]:5432 max=200 anchor=p99|AGILE_DEST_DB: key "anchor": "p99" is not an anchor; expected unset, baseline or slo
@@ -207,7 +209,7 @@ expect_status "agilerun, bad -d" 2 "$status"
 expect_empty "agilerun, bad -d: nothing runs" "$tmp/out"
 expect_file "agilerun, bad -d" "$tmp/err" <<'EOF'
 agilerun: AGILE_DEST_API: unknown key "flor"; did you mean "floor"?
-agilerun: AGILE_DEST_DB: key "max": "fast" is not a number; expected a whole number of requests per second greater than 0
+agilerun: AGILE_DEST_DB: key "max": "fast" is not a number; expected a rate greater than 0: requests per second such as 5 or 0.5, or a count per period such as 1/10s or 30/1m
 agilerun: -d "x-y": the name may hold only letters, digits and '_'
 agilerun: 3 configuration errors; nothing was run
 EOF
