@@ -64,10 +64,13 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
 
-def serve(handler, port_file, lifetime_s=60, backlog=1024, ssl_context=None):
+def serve(handler, port_file, lifetime_s=60, backlog=1024, ssl_context=None,
+          sockopts=()):
     """Serve HTTP on 127.0.0.1, at a port the kernel picks, with `handler`
     (a BaseHTTPRequestHandler subclass) and a listen backlog of `backlog`;
-    HTTPS when given a server-side ssl_context.
+    HTTPS when given a server-side ssl_context.  Each (level, option,
+    value) of sockopts is set on the listening socket before it binds, and
+    so on every connection it accepts, which inherits it from there.
 
     The port goes to port_file once the server listens, written beside it
     and renamed into place so a test polling for the file never reads it
@@ -76,6 +79,8 @@ def serve(handler, port_file, lifetime_s=60, backlog=1024, ssl_context=None):
     """
     server = Server(("127.0.0.1", 0), handler, bind_and_activate=False)
     server.request_queue_size = backlog
+    for level, option, value in sockopts:
+        server.socket.setsockopt(level, option, value)
     server.server_bind()
     server.server_activate()
     if ssl_context is not None:
