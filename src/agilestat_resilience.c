@@ -23,6 +23,8 @@ struct reading {
 	const char *conc_name;
 	int64_t conc_limit, conc_held;
 	uint64_t conc_admitted, conc_waited, conc_timeouts, conc_reclaimed;
+	/* A windowed law's counters (agile_laws.h); 0 for any other cap. */
+	uint64_t law_windows, law_adjustments, law_increases, law_decreases;
 	double breaker_ratio;
 	uint64_t breaker_allowed, breaker_refused, breaker_failures;
 	uint64_t breaker_passes;
@@ -71,6 +73,10 @@ static void read_region(const struct agile_state_slot *s, struct reading *r)
 	r->conc_waited = u64(&z->conc_waited);
 	r->conc_timeouts = u64(&z->conc_timeouts);
 	r->conc_reclaimed = u64(&z->conc_reclaimed);
+	r->law_windows = u64(&z->core.law.windows);
+	r->law_adjustments = u64(&z->core.law.adjustments);
+	r->law_increases = u64(&z->core.law.increases);
+	r->law_decreases = u64(&z->core.law.decreases);
 	memcpy(&breaker, &z->breaker, sizeof(breaker));
 	r->breaker_ratio = agile_breaker_ratio(&breaker, mono);
 	r->breaker_allowed = u64(&z->breaker_allowed);
@@ -198,10 +204,14 @@ void agilestat_resilience_json(const struct agile_state_slot *s)
 	if (r.features & AGILE_FEATURE_CONCURRENCY)
 		printf(",\"concurrency\":{\"mode\":\"%s\",\"limit\":%lld"
 		       ",\"open\":%lld,\"admitted\":%llu,\"waited\":%llu"
-		       ",\"timeouts\":%llu,\"reclaimed\":%llu}", r.conc_name,
+		       ",\"timeouts\":%llu,\"reclaimed\":%llu"
+		       ",\"windows\":%llu,\"adjustments\":%llu"
+		       ",\"increases\":%llu,\"decreases\":%llu}", r.conc_name,
 		       (long long)r.conc_limit, (long long)r.conc_held,
 		       ULL(r.conc_admitted), ULL(r.conc_waited),
-		       ULL(r.conc_timeouts), ULL(r.conc_reclaimed));
+		       ULL(r.conc_timeouts), ULL(r.conc_reclaimed),
+		       ULL(r.law_windows), ULL(r.law_adjustments),
+		       ULL(r.law_increases), ULL(r.law_decreases));
 	if (r.features & AGILE_FEATURE_BREAKER)
 		printf(",\"breaker\":{\"drop_ratio\":%.4f,\"allowed\":%llu"
 		       ",\"refused\":%llu,\"failures\":%llu,\"successes\":%llu}",
