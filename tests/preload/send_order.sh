@@ -67,6 +67,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+# The kernel stamps arrivals only while some socket asks for stamps, and
+# turns that on from a work queue a while after the first asks (see
+# tests/fault/server.py): this listener asks first and keeps asking, and
+# the server starts once a byte sent to it came stamped.
+probe = socket.socket()
+probe.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+probe.bind(("127.0.0.1", 0))
+probe.listen()
+for _ in range(1000):
+    with socket.create_connection(probe.getsockname()) as c:
+        conn, _ = probe.accept()
+        with conn:
+            c.sendall(b"x")
+            _, anc, _, _ = conn.recvmsg(1, socket.CMSG_SPACE(TIMESPEC.size))
+            if anc:
+                break
+    time.sleep(0.01)
+else:
+    sys.exit("the kernel stamps no arrival")
 Handler.arrivals = sys.argv[2]
 serve(Handler, sys.argv[1], lifetime_s=120, backlog=256,
       sockopts=[(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)])
