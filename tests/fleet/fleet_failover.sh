@@ -17,8 +17,10 @@
 #   12-20 s Redis restarted, empty         host 1 back to about 50/s
 #
 # Every host must have fallen back within half a second of each outage and
-# said so in one log line per outage (and returned within a second of its
-# end, or of Redis answering again after the restart); during the outages
+# said so in one log line per fallback, once per outage (and returned
+# within a second of its end, or of Redis answering again after the
+# restart), and more often only when the machine stalled a process long
+# enough that a Redis round trip could outlast its timeout; during the outages
 # no call of hosts 2 and 3 may wait in the preload (connect to the end of
 # its send) longer than the 100 ms timeout plus 30 ms (from one second in:
 # a call may still be waiting for a fleet slot reserved before the outage,
@@ -133,7 +135,20 @@ check "v[0] >= 40" "host 1 back on the fleet budget after a restart" "$e"
 # with the two cores loaded four times over, when calls waited up to
 # 227 ms and a host's Redis wait 149 ms.
 late=$(lateness_max sched "$t0" "$(now_mono)")
-note "latest wake-up beside the test: $late ms"
+# A round trip outlasts the 100 ms timeout with Redis up when Redis or the
+# host is held back from running for about that long: then the host falls
+# back, as it should when Redis does not answer in time, once more than
+# the two outages (Redis stopped for 200 ms with the clients running: 3
+# fallbacks).  Each wake-up of the process beside the test at least half
+# the timeout late counts as one such stall: the test failed once, after
+# the line below, when that process woke up to 275 ms late.  On an idle
+# machine there are none, and exactly one fallback per outage is required.
+stalls=$(python3 - "$tmp/sched.lateness" <<'PY'
+import sys
+print(sum(1 for l in open(sys.argv[1]) if len(l.split()) == 2 and float(l.split()[1]) >= 0.05))
+PY
+)
+note "latest wake-up beside the test: $late ms; $stalls wake-ups 50 ms or more late"
 for n in 2 3; do
 	slow=$(client_json "$tmp/client$n.json" "'%.1f' % (1000 * max(x[3] for x in c if $t_stop + 1 <= x[0] < $t_cont or $t_kill + 1 <= x[0] < $t_restart))")
 	note "host $n: slowest call during the outages ${slow} ms"
@@ -145,7 +160,7 @@ for n in 1 2 3; do
 	lines=$(grep -c "falls back to" "$tmp/log$n" || true)
 	note "host $n: $falls fallbacks, $lines log lines, longest Redis wait $wait_ms ms, source $(host_json "$n" api 'f["source"]')"
 	check "v[0] <= 100 + 25 + v[1]" "host $n never waited on Redis past the timeout (and the scheduler)" "$wait_ms" "$late"
-	check "v[0] == 2" "host $n fell back once per outage" "$falls"
-	check "v[0] == v[1]" "host $n logged one line per outage" "$lines" "$falls"
+	check "2 <= v[0] <= 2 + v[1]" "host $n fell back once per outage (and once per stall)" "$falls" "$stalls"
+	check "v[0] == v[1]" "host $n logged one line per fallback" "$lines" "$falls"
 	check "v[0] == 0" "host $n is on the fleet budget again" "$(host_json "$n" api 'int(f["fallback"])')"
 done
