@@ -21,16 +21,8 @@ need redis-server
 need redis-benchmark
 [ -z "${AGILE_TEST_PRELOAD_FIRST:-}" ] || skip "callgrind cannot run an ASan build"
 
-port=$(closed_port)
-redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-	--daemonize no >"$tmp/redis.log" 2>&1 </dev/null &
-started $!
-i=0
-until redis-cli -p "$port" ping >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ "$i" -le 100 ] || fail "redis-server did not start: $(cat "$tmp/redis.log")"
-	sleep 0.05
-done
+start_redis
+port=$redis_port
 
 # total_ir NAME [VAR=VALUE...]: callgrind's total for the benchmark run
 # with those variables set.

@@ -104,6 +104,24 @@ await_port() {
 # Start the HTTP downstream: start_httpd NAME [DELAY_MS].  Prints its port;
 # arrivals (monotonic seconds, one per request) go to $tmp/NAME.arrivals,
 # the server's handling time of each request to $tmp/NAME.handling.
+# start_redis: redis-server on a free port of 127.0.0.1, without
+# persistence, answering PING; its port is left in redis_port.  Called
+# directly (not in $(...)), so cleanup stops it.
+start_redis() {
+	need redis-server
+	need redis-cli
+	redis_port=$(closed_port)
+	redis-server --port "$redis_port" --bind 127.0.0.1 --save '' \
+		--appendonly no --daemonize no >"$tmp/redis.log" 2>&1 </dev/null &
+	started $!
+	i=0
+	until redis-cli -p "$redis_port" ping >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ "$i" -le 100 ] ||
+			fail "redis-server did not start: $(cat "$tmp/redis.log")"
+		sleep 0.05
+	done
+}
 start_httpd() {
 	python3 "$HTTPD" "$tmp/$1.port" "$tmp/$1.arrivals" "${2:-0}" 120 \
 		"$tmp/$1.handling" </dev/null >"$tmp/$1.log" 2>&1 &
