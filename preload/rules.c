@@ -331,6 +331,21 @@ static bool decimal_is_zero(const struct decimal *d)
 	return true;
 }
 
+/* A plain number: digits with an optional fraction and nothing after them
+ * (an exponent named as such), not below zero. */
+static enum number_error scan_plain_decimal(const char *text,
+                                            struct decimal *d)
+{
+	if (!scan_decimal(text, d))
+		return NUMBER_NOT_NUMBER;
+	if (*d->rest != '\0')
+		return is_exponent(d->rest) ? NUMBER_EXPONENT
+		                            : NUMBER_NOT_NUMBER;
+	if (d->negative && !decimal_is_zero(d))
+		return NUMBER_NEGATIVE;
+	return NUMBER_OK;
+}
+
 /* Accumulate decimal digits into *value; false on overflow past `limit`. */
 static bool accumulate(const char *digits, size_t len, uint64_t limit,
                        uint64_t *value)
@@ -347,18 +362,15 @@ static bool accumulate(const char *digits, size_t len, uint64_t limit,
 static enum number_error parse_whole(const char *text, uint64_t limit,
                                      uint64_t *out)
 {
+	enum number_error why;
 	struct decimal d;
 	uint64_t value = 0;
 
 	if (*text == '\0')
 		return NUMBER_EMPTY;
-	if (!scan_decimal(text, &d))
-		return NUMBER_NOT_NUMBER;
-	if (*d.rest != '\0')
-		return is_exponent(d.rest) ? NUMBER_EXPONENT
-		                           : NUMBER_NOT_NUMBER;
-	if (d.negative && !decimal_is_zero(&d))
-		return NUMBER_NEGATIVE;
+	why = scan_plain_decimal(text, &d);
+	if (why != NUMBER_OK)
+		return why;
 	if (d.frac_digits != NULL)
 		return NUMBER_NOT_WHOLE;
 	if (!accumulate(d.int_digits, d.int_len, limit, &value))
@@ -373,19 +385,16 @@ static enum number_error parse_whole(const char *text, uint64_t limit,
 
 static enum number_error parse_decimal(const char *text, double *out)
 {
+	enum number_error why;
 	struct decimal d;
 	double value = 0.0;
 	double scale = 1.0;
 
 	if (*text == '\0')
 		return NUMBER_EMPTY;
-	if (!scan_decimal(text, &d))
-		return NUMBER_NOT_NUMBER;
-	if (*d.rest != '\0')
-		return is_exponent(d.rest) ? NUMBER_EXPONENT
-		                           : NUMBER_NOT_NUMBER;
-	if (d.negative && !decimal_is_zero(&d))
-		return NUMBER_NEGATIVE;
+	why = scan_plain_decimal(text, &d);
+	if (why != NUMBER_OK)
+		return why;
 	for (size_t i = 0; i < d.int_len; i++) {
 		value = value * 10.0 + (d.int_digits[i] - '0');
 		if (value > DECIMAL_LIMIT)
@@ -676,6 +685,7 @@ static bool parse_count_per(const char *value, int64_t max_count,
 static enum number_error parse_rate(const char *text, double *out)
 {
 	const char *slash = strchr(text, '/');
+	enum number_error why;
 	struct decimal d;
 	uint64_t whole = 0, frac = 0, frac_scale = 1;
 	double rate;
@@ -686,7 +696,6 @@ static enum number_error parse_rate(const char *text, double *out)
 		char count_text[32];
 		size_t len = (size_t)(slash - text);
 		int64_t period_ns;
-		enum number_error why;
 
 		if (len >= sizeof(count_text))
 			return NUMBER_TOO_LARGE;
@@ -706,13 +715,9 @@ static enum number_error parse_rate(const char *text, double *out)
 			return NUMBER_ZERO_PERIOD;
 		rate = (double)whole * (double)AGILE_NS_PER_S / (double)period_ns;
 	} else {
-		if (!scan_decimal(text, &d))
-			return NUMBER_NOT_NUMBER;
-		if (*d.rest != '\0')
-			return is_exponent(d.rest) ? NUMBER_EXPONENT
-			                           : NUMBER_NOT_NUMBER;
-		if (d.negative && !decimal_is_zero(&d))
-			return NUMBER_NEGATIVE;
+		why = scan_plain_decimal(text, &d);
+		if (why != NUMBER_OK)
+			return why;
 		if (!accumulate(d.int_digits, d.int_len,
 		                (uint64_t)RATE_LIMIT_MAX, &whole))
 			return NUMBER_TOO_LARGE;
