@@ -25,6 +25,10 @@
  *   excluded     a request whose path is in exclude= (itself, or below it,
  *                or with a query) is not a sample.
  * Inbound (inbound.c) uses agile__http_status and agile__http_request.
+ *
+ * Whatever proto= says, track.c asks agile__http_interim whether a read
+ * that would end a request holds only interim (1xx) responses, which
+ * answer no request (see there).
  */
 #include "config.h"
 
@@ -313,6 +317,28 @@ int agile__http_status(const void *data, size_t len)
 		status = status * 10 + (p[i] - '0');
 	}
 	return status >= 100 && status <= 599 ? status : 0;
+}
+
+bool agile__http_interim(const void *data, size_t len)
+{
+	const char *p = data;
+	size_t i = 0;
+
+	if (p == NULL || len == 0)
+		return false;
+	while (i < len) {
+		int status = agile__http_status(p + i, len - i);
+		size_t head;
+
+		/* 101 Switching Protocols is the upgrade request's answer. */
+		if (status < 100 || status > 199 || status == 101)
+			return false;
+		head = header_end(p + i, len - i);
+		if (head == len - i)
+			return false; /* cut short: no blank line in this read */
+		i += head + 2;
+	}
+	return true;
 }
 
 /* Whether the request line's path is one of the excluded ones. */

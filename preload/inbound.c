@@ -379,6 +379,12 @@ void agile__inbound_after_send(struct agile_fd *t, ssize_t result,
 	if (result <= 0 || __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
 	    AGILE_REQ_IN_FLIGHT)
 		return;
+	/* "100 Continue" before the client sends its body (Python's
+	 * http.server writes it for any request that expects it) is no
+	 * response: the handling runs on to the final one, as track.c's
+	 * outbound requests do. */
+	if (len >= (size_t)result && agile__http_interim(data, (size_t)result))
+		return;
 	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);
 	if (start == 0)
 		return;

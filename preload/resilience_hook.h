@@ -155,5 +155,11 @@ int64_t agile__http_retry_after_ns(const char *v, size_t n, int64_t unix_ns);
 /* The status code of a response's first bytes, or 0 when they are not an
  * HTTP/1.x status line. */
 int agile__http_status(const void *data, size_t len);
+/* Whether data[0, len) is one or more whole HTTP/1.x interim responses
+ * (a 1xx status other than 101, headers through the blank line) and
+ * nothing else: "HTTP/1.1 100 Continue\r\n\r\n" as a client reads it
+ * before it sends a body.  A read that also holds the final response, or
+ * cuts an interim one short, is not.  Pure. */
+bool agile__http_interim(const void *data, size_t len);
 
 #endif /* AGILE_PRELOAD_RESILIENCE_HOOK_H */

@@ -877,6 +877,22 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	if (result < 0 && is_unreachable(error) &&
 	    load8(&t->phase) == AGILE_FD_CONNECTING) {
 		connect_failed(t, s, error, false);
+	} else if (result > 0 && load8(&r->request) == AGILE_REQ_IN_FLIGHT &&
+	           data_len >= (size_t)result &&
+	           agile__http_interim(data, (size_t)result)) {
+		/* "100 Continue" (or 102, 103) answers no request: the
+		 * client goes on with the same one, sending the body that
+		 * curl, for one, holds back behind "Expect: 100-continue"
+		 * for any upload above 1 MiB.  Taken as the answer, the
+		 * body took a grant of its own, halving the rate of
+		 * uploads, and each upload gave two samples, the first the
+		 * interim's sub-millisecond echo.  So the request stays in
+		 * flight until the final response; a readiness stamped
+		 * while the thread waited was the interim's.  Plain text
+		 * only: over TLS the status is not readable. */
+		__atomic_store_n(&r->response_ns, 0, __ATOMIC_RELEASE);
+		store8(&t->phase, AGILE_FD_CONNECTED);
+		watch_add(fd_of(r));
 	} else if ((start = claim_request(r)) != 0) {
 		now = agile__now_ns();
 		seen = __atomic_exchange_n(&r->response_ns, 0, __ATOMIC_ACQ_REL);

@@ -15,6 +15,8 @@
  *                  request starts when the send returns success, timed
  *                  from just before the real call (never from the wait).
  *   first read     returning data after that ends the request: one sample.
+ *                  A read of nothing but whole HTTP/1.x interim responses
+ *                  ("100 Continue" before an upload's body) ends none.
  *                  An event loop that sleeps in one socket's send (waiting
  *                  for its grant) cannot read another socket's response
  *                  meanwhile; so that this stall is never measured as round

@@ -6,7 +6,9 @@
  * day within its month, time in range); a date already past is no pause,
  * and a pause beyond 999,999,999 seconds is not honoured in either form.
  * Last, a 503 read by agile__http_response pauses a slot's bucket until
- * the date.
+ * the date.  And agile__http_interim, which every plain connection's
+ * reads go through, tells a read of interim (1xx) responses from one
+ * holding the answer.
  */
 #include "config.h"
 
@@ -219,6 +221,42 @@ START_TEST(response_pauses_until_the_date)
 }
 END_TEST
 
+static bool interim(const char *text)
+{
+	return agile__http_interim(text, strlen(text));
+}
+
+/* What a client reads between "Expect: 100-continue" and its body, and
+ * what it does not: only whole interim responses and nothing else answer
+ * no request (track.c keeps the request in flight for them). */
+START_TEST(interim_responses_alone)
+{
+	ck_assert(interim("HTTP/1.1 100 Continue\r\n\r\n"));
+	ck_assert(interim("HTTP/1.0 100\r\n\r\n"));
+	ck_assert(interim("HTTP/1.1 102 Processing\r\n\r\n"));
+	ck_assert(interim("HTTP/1.1 103 Early Hints\r\n"
+	                  "Link: </s.css>; rel=preload\r\n\r\n"));
+	ck_assert(interim("HTTP/1.1 100 Continue\r\n\r\n"
+	                  "HTTP/1.1 103 Early Hints\r\n\r\n"));
+	/* The final response with it, in the same read, is the answer. */
+	ck_assert(!interim("HTTP/1.1 100 Continue\r\n\r\n"
+	                   "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n"));
+	ck_assert(!interim("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 2"));
+	/* Cut short: the rest may hold anything. */
+	ck_assert(!interim("HTTP/1.1 100 Continue\r\n"));
+	ck_assert(!interim("HTTP/1.1 100 Cont"));
+	/* 101 is the upgrade's answer; other classes are final. */
+	ck_assert(!interim("HTTP/1.1 101 Switching Protocols\r\n"
+	                   "Upgrade: websocket\r\n\r\n"));
+	ck_assert(!interim("HTTP/1.1 200 OK\r\n\r\n"));
+	ck_assert(!interim("HTTP/1.1 204 No Content\r\n\r\n"));
+	ck_assert(!interim("HTTP/2 100\r\n\r\n"));
+	ck_assert(!interim("+OK\r\n"));
+	ck_assert(!agile__http_interim(NULL, 0));
+	ck_assert(!agile__http_interim("HTTP/1.1 100 Continue\r\n\r\n", 0));
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -230,6 +268,9 @@ static Suite *http_suite(void)
 	tcase_add_test(tc, retry_after_delta_seconds);
 	tcase_add_test(tc, retry_after_http_date);
 	tcase_add_test(tc, response_pauses_until_the_date);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("interim");
+	tcase_add_test(tc, interim_responses_alone);
 	suite_add_tcase(s, tc);
 	return s;
 }

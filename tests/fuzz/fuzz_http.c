@@ -31,7 +31,11 @@
  *     own reader (delta-seconds, or the time left until an HTTP-date,
  *     which the C library's strptime and strftime read); the bucket's next
  *     grant then planned one interval before its end, never earlier than
- *     it was; and the pause counter counting it.
+ *     it was; and the pause counter counting it;
+ *   - a response taken for interim responses alone (agile__http_interim,
+ *     which keeps a request in flight) does not start with a 1xx status
+ *     other than 101, or does not end with the blank line that closes a
+ *     header block.
  *
  * tests/fuzz/replay.c turns this file into a program that replays the
  * committed corpus in every `make check`.
@@ -255,6 +259,11 @@ static void check_response(const struct agile_resilience_config *c,
 	slot.limiter.bucket.interval_ns = INTERVAL_NS;
 	slot.limiter.bucket.last_ns = LAST_NS;
 	check_status(response, response_len, status);
+	if (agile__http_interim(response, response_len) &&
+	    (status < 100 || status > 199 || status == 101 ||
+	     response_len < 16 ||
+	     memcmp(response + response_len - 4, "\r\n\r\n", 4) != 0))
+		abort();
 
 	agile__http_request(&t, c, request, request_len);
 	marked = (t.flags & AGILE_FD_EXCLUDED) != 0;
