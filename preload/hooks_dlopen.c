@@ -227,27 +227,41 @@ static const struct hook *hook_named(const char *name)
 	return NULL;
 }
 
-/* The RELRO range of the object loaded at `base`, if it has one. */
+/* Whether `addr` lies in one of the object's loadable segments, as dladdr
+ * would have said, which the patching may not call: dladdr takes the
+ * loader's main lock, which a dlopen in another thread holds while it waits
+ * for the lock that dl_iterate_phdr holds around the patching. */
+static bool inside_object(const struct dl_phdr_info *info, uintptr_t addr)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t start = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && addr >= start &&
+		    addr - start < ph->p_memsz)
+			return true;
+	}
+	return false;
+}
+
+/* The object's RELRO range, [start, end), empty when it has none. */
 struct relro {
-	uintptr_t base, start, end;
+	uintptr_t start, end;
 };
 
-static int find_relro(struct dl_phdr_info *info, size_t size, void *data)
+static struct relro find_relro(const struct dl_phdr_info *info)
 {
-	struct relro *r = data;
+	struct relro r = { 0, 0 };
 
-	(void)size;
-	if (info->dlpi_addr != r->base)
-		return 0;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 
 		if (ph->p_type == PT_GNU_RELRO) {
-			r->start = info->dlpi_addr + ph->p_vaddr;
-			r->end = r->start + ph->p_memsz;
+			r.start = info->dlpi_addr + ph->p_vaddr;
+			r.end = r.start + ph->p_memsz;
 		}
 	}
-	return 1;
+	return r;
 }
 
 /* Store `value` in the slot, lifting RELRO's protection around the store.
@@ -272,16 +286,16 @@ static void store_slot(void **slot, void *value, const struct relro *r)
 /* Point the relocations in rela[0..n) that reach the C library's
  * definition of a hooked name, or are not bound yet (the lazy binding's
  * stub, inside the object itself), at the hook. */
-static void patch_relocs(const struct link_map *map, const struct dynamic *d,
-                         const ElfW(Rela) *rela, size_t n,
-                         const struct relro *r)
+static void patch_relocs(const struct link_map *map,
+                         const struct dl_phdr_info *info,
+                         const struct dynamic *d, const ElfW(Rela) *rela,
+                         size_t n, const struct relro *r)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned long type = ELF64_R_TYPE(rela[i].r_info);
 		const ElfW(Sym) *sym = &d->symtab[ELF64_R_SYM(rela[i].r_info)];
 		void **slot = (void **)(map->l_addr + rela[i].r_offset);
 		const struct hook *h;
-		Dl_info info;
 
 		if ((type != JUMP_SLOT && type != GLOB_DAT) ||
 		    ELF64_R_SYM(rela[i].r_info) == 0 ||
@@ -289,17 +303,16 @@ static void patch_relocs(const struct link_map *map, const struct dynamic *d,
 		    (h = hook_named(d->strtab + sym->st_name)) == NULL ||
 		    *slot == h->hook)
 			continue;
-		if (*slot != h->next &&
-		    (dladdr(*slot, &info) == 0 ||
-		     (uintptr_t)info.dli_fbase != map->l_addr))
+		if (*slot != h->next && !inside_object(info, (uintptr_t)*slot))
 			continue;
 		store_slot(slot, h->hook, r);
 	}
 }
 
-static void patch_object(const struct link_map *map)
+static void patch_object(const struct link_map *map,
+                         const struct dl_phdr_info *info)
 {
-	struct relro r = { .base = map->l_addr };
+	struct relro r = find_relro(info);
 	struct dynamic d;
 
 	if (map->l_addr == self_base || map->l_ld == NULL)
@@ -307,11 +320,35 @@ static void patch_object(const struct link_map *map)
 	read_dynamic(map, &d);
 	if (d.symtab == NULL || d.strtab == NULL)
 		return;
-	dl_iterate_phdr(find_relro, &r);
 	if (d.jmprel != NULL && d.jmprel_is_rela)
-		patch_relocs(map, &d, d.jmprel, d.jmprel_count, &r);
+		patch_relocs(map, info, &d, d.jmprel, d.jmprel_count, &r);
 	if (d.rela != NULL)
-		patch_relocs(map, &d, d.rela, d.rela_count, &r);
+		patch_relocs(map, info, &d, d.rela, d.rela_count, &r);
+}
+
+/*
+ * dl_iterate_phdr's callback, one object at a time in the loader's list
+ * order: from the object the dlopen returned, each object up to the end of
+ * its namespace's list is patched.  `next` is the next object to patch,
+ * NULL when done.  dl_iterate_phdr holds the loader's lock on that list
+ * across the whole walk, so no dlclose in another thread can unload an
+ * object while it is read, nor unlink the `l_next` followed here (reading
+ * the list outside it, the preload crashed in every run of
+ * tests/preload/deepbind_stress.sh, within a second).  Objects are matched by address and
+ * name pointer, which dl_iterate_phdr takes from the same link map.
+ */
+static int patch_in_list_order(struct dl_phdr_info *info, size_t size,
+                               void *data)
+{
+	struct link_map **next = data;
+
+	(void)size;
+	if (info->dlpi_addr != (*next)->l_addr ||
+	    info->dlpi_name != (*next)->l_name)
+		return 0;
+	patch_object(*next, info);
+	*next = (*next)->l_next;
+	return *next == NULL;
 }
 
 /* The deep-binding dlopen: open, then patch what it loaded. */
@@ -328,11 +365,12 @@ __attribute__((noinline)) static void *deepbind_open(const char *file,
 	pthread_once(&hooks_once, load_hooks);
 	/* The objects loaded after it in the namespace: its own
 	 * dependencies, and whatever other threads opened meanwhile, whose
-	 * relocations to the hooks reach them already. */
+	 * relocations to the hooks reach them already.  The handle keeps
+	 * `map` itself loaded until the walk reaches it. */
 	pthread_mutex_lock(&patch_lock);
-	if (hooks_count > 0 && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0)
-		for (; map != NULL; map = map->l_next)
-			patch_object(map);
+	if (hooks_count > 0 && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 &&
+	    map != NULL)
+		dl_iterate_phdr(patch_in_list_order, &map);
 	pthread_mutex_unlock(&patch_lock);
 	agile__leave();
 	errno = saved;
