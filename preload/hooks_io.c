@@ -44,16 +44,21 @@
 	return r_; \
 } while (0)
 
-/* Same for a receive that asked for `asked` bytes into iov[0..count);
- * `peek` when MSG_PEEK leaves them for the next one. */
-#define RECV_LIKE(type, fd, asked, iov, count, peek, call) do { \
+/* Same for a receive that asked for `asked` bytes into iov[0..count)
+ * with `flags` (0 for read, readv and splice): MSG_PEEK leaves them for the
+ * next one.  MSG_ERRQUEUE reads the socket's error queue, not the peer's
+ * bytes: a MSG_ZEROCOPY completion (no bytes, once taken for an end of file
+ * that truncated the request) or a transmit timestamp with a copy of the
+ * packet sent (once taken for the response, a 0.1 ms round trip).  Such a
+ * read is passed through untouched. */
+#define RECV_LIKE(type, fd, asked, iov, count, flags, call) do { \
 	struct agile_fd *t_ = agile__hook_tracked(fd); \
 	type r_; \
-	if (t_ == NULL) \
+	if (t_ == NULL || ((flags) & MSG_ERRQUEUE)) \
 		return call; \
 	r_ = call; \
 	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), (iov), \
-	                        (count), (peek)); \
+	                        (count), ((flags) & MSG_PEEK) != 0); \
 	return r_; \
 } while (0)
 
@@ -123,21 +128,21 @@ static ssize_t hook_splice(int fd_in, loff_t *off_in, int fd_out,
 		SEND_LIKE(ssize_t, fd_out, NULL, 0,
 		          agile__libc.splice(fd_in, off_in, fd_out, off_out,
 		                             len, flags));
-	RECV_LIKE(ssize_t, fd_in, len, NULL, 0, false,
+	RECV_LIKE(ssize_t, fd_in, len, NULL, 0, 0,
 	          agile__libc.splice(fd_in, off_in, fd_out, off_out, len,
 	                             flags));
 }
 
 static ssize_t hook_recv(int fd, void *buf, size_t len, int flags)
 {
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags,
 	          agile__libc.recv(fd, buf, len, flags));
 }
 
 static ssize_t hook_recvfrom(int fd, void *buf, size_t len, int flags,
                              struct sockaddr *addr, socklen_t *addrlen)
 {
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags,
 	          agile__libc.recvfrom(fd, buf, len, flags, addr, addrlen));
 }
 
@@ -146,38 +151,38 @@ static ssize_t hook_recvmsg(int fd, struct msghdr *msg, int flags)
 	RECV_LIKE(ssize_t, fd, msg ? iov_total(msg->msg_iov,
 	                                       (int)msg->msg_iovlen) : 0,
 	          msg ? msg->msg_iov : NULL, msg ? (int)msg->msg_iovlen : 0,
-	          flags & MSG_PEEK, agile__libc.recvmsg(fd, msg, flags));
+	          flags, agile__libc.recvmsg(fd, msg, flags));
 }
 
 static int hook_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n,
                          int flags, struct timespec *timeout)
 {
-	RECV_LIKE(int, fd, (size_t)n, NULL, 0, flags & MSG_PEEK,
+	RECV_LIKE(int, fd, (size_t)n, NULL, 0, flags,
 	          agile__libc.recvmmsg(fd, vec, n, flags, timeout));
 }
 
 static ssize_t hook_read(int fd, void *buf, size_t len)
 {
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, false,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, 0,
 	          agile__libc.read(fd, buf, len));
 }
 
 static ssize_t hook_readv(int fd, const struct iovec *iov, int count)
 {
-	RECV_LIKE(ssize_t, fd, iov_total(iov, count), iov, count, false,
+	RECV_LIKE(ssize_t, fd, iov_total(iov, count), iov, count, 0,
 	          agile__libc.readv(fd, iov, count));
 }
 
 static ssize_t hook_read_chk(int fd, void *buf, size_t len, size_t buflen)
 {
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, false,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, 0,
 	          agile__libc.read_chk(fd, buf, len, buflen));
 }
 
 static ssize_t hook_recv_chk(int fd, void *buf, size_t len, size_t buflen,
                              int flags)
 {
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags,
 	          agile__libc.recv_chk(fd, buf, len, buflen, flags));
 }
 
@@ -185,7 +190,7 @@ static ssize_t hook_recvfrom_chk(int fd, void *buf, size_t len, size_t buflen,
                                  int flags, struct sockaddr *addr,
                                  socklen_t *addrlen)
 {
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags & MSG_PEEK,
+	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags,
 	          agile__libc.recvfrom_chk(fd, buf, len, buflen, flags, addr,
 	                                   addrlen));
 }
