@@ -80,15 +80,46 @@ static ssize_t hook_send(int fd, const void *buf, size_t len, int flags)
 	          agile__libc.send(fd, buf, len, flags));
 }
 
+/*
+ * TCP Fast Open without connect(): MSG_FASTOPEN with an address connects
+ * and sends in one call, so on a socket the preload does not track yet it
+ * is that connect first (track.h), then the first send.  Returns 0 to go
+ * on, or -errno when the connection is refused.
+ */
+static int fastopen(int fd, int flags, const struct sockaddr *addr,
+                    socklen_t addrlen)
+{
+	int rc;
+
+	if (!(flags & MSG_FASTOPEN) || addr == NULL ||
+	    agile__hook_tracked(fd) != NULL || agile__busy || agile__disabled)
+		return 0;
+	rc = agile__track_fastopen(fd, addr, addrlen);
+	return rc < 0 ? rc : 0;
+}
+
 static ssize_t hook_sendto(int fd, const void *buf, size_t len, int flags,
                            const struct sockaddr *addr, socklen_t addrlen)
 {
+	int refused = fastopen(fd, flags, addr, addrlen);
+
+	if (refused < 0) {
+		errno = -refused;
+		return -1;
+	}
 	SEND_LIKE(ssize_t, fd, ONE(buf, len), 1,
 	          agile__libc.sendto(fd, buf, len, flags, addr, addrlen));
 }
 
 static ssize_t hook_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+	int refused = msg == NULL ? 0 : fastopen(fd, flags, msg->msg_name,
+	                                         msg->msg_namelen);
+
+	if (refused < 0) {
+		errno = -refused;
+		return -1;
+	}
 	SEND_LIKE(ssize_t, fd, msg ? msg->msg_iov : NULL,
 	          msg ? (int)msg->msg_iovlen : 0,
 	          agile__libc.sendmsg(fd, msg, flags));

@@ -395,58 +395,33 @@ static int connect_reported(int fd, struct agile_fd *t,
 	return rc;
 }
 
-int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
+/*
+ * A new connection on fd to rule `dest`: the resilience admission, then the
+ * entry and the connection's grant, planned now and waited for at the first
+ * send.  Returns the entry; NULL when fd is no stream socket or beyond the
+ * table (*refused 0: pass the call through), or when the admission refused
+ * the connection (*refused its -errno: the call fails with it).  Inside
+ * agile__enter().
+ */
+static struct agile_fd *begin_connection(int fd, int dest,
+                                         const struct sockaddr *addr,
+                                         socklen_t len, int *refused)
 {
 	struct agile_admission admission;
 	struct agile_state_slot *s;
 	struct agile_fd *t;
-	int saved = errno;
-	int dest, rc, error;
 	int64_t now;
 
-	agile__enter();
-	dest = agile__destinations_match(addr, len);
-	t = agile__fd_lookup(fd);
-	if ((dest >= 0 || t != NULL) && agile__in_vfork_child()) {
-		/* The table is the parent's (see process.h). */
-		agile__leave();
-		errno = saved;
-		return agile__libc.connect(fd, addr, len);
-	}
-	if (t != NULL && !still_tracked(t))
-		t = NULL; /* a new socket on a number closed behind our back */
-	if (t != NULL && load8(&t->phase) == AGILE_FD_FAILED &&
-	    (load8(&t->flags) & AGILE_FD_ABORT_PENDING)) {
-		agile__leave();
-		errno = saved;
-		return connect_reported(fd, t, addr, len);
-	}
-	if (t != NULL && dest >= 0 && t->dest == dest &&
-	    load8(&t->phase) != AGILE_FD_FAILED) {
-		agile__leave();
-		errno = saved;
-		return connect_again(fd, t, addr, len);
-	}
-	if (t != NULL) {
-		agile__resilience_close(t); /* its permit, its breaker call */
-		agile__fd_untrack(fd);      /* reconnected elsewhere */
-	}
-	if (dest < 0 || !is_stream_socket(fd) ||
-	    (t = agile__fd_entry(fd)) == NULL) {
-		agile__leave();
-		errno = saved;
-		return agile__libc.connect(fd, addr, len);
-	}
+	*refused = 0;
+	if (!is_stream_socket(fd) || (t = agile__fd_entry(fd)) == NULL)
+		return NULL;
 	s = agile__destinations_slot(dest);
 	/* Resilience: the breaker, quota, window, per-address keys and the
 	 * concurrency cap may refuse this connect or hold it (before its
 	 * grant is taken, so a refused connect costs the budget nothing). */
-	rc = agile__resilience_admit(fd, dest, s, addr, len, &admission);
-	if (rc < 0) {
-		agile__leave();
-		errno = -rc;
-		return -1;
-	}
+	*refused = agile__resilience_admit(fd, dest, s, addr, len, &admission);
+	if (*refused < 0)
+		return NULL;
 	now = agile__now_ns();
 	store8(&t->tracked, 0);
 	/* Stores other threads may load atomically at the same moment: a
@@ -475,9 +450,54 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 		agile__log(AGILE_LOG_DEBUG, "fd %d: connect to %s, grant in "
 		           "%.3f ms", fd, s->name,
 		           (double)(t->grant_ns - now) / AGILE_NS_PER_MS);
-	agile__leave();
+	return t;
+}
 
+int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct agile_state_slot *s;
+	struct agile_fd *t;
+	int saved = errno;
+	int dest, rc, error, refused = 0;
+
+	agile__enter();
+	dest = agile__destinations_match(addr, len);
+	t = agile__fd_lookup(fd);
+	if ((dest >= 0 || t != NULL) && agile__in_vfork_child()) {
+		/* The table is the parent's (see process.h). */
+		agile__leave();
+		errno = saved;
+		return agile__libc.connect(fd, addr, len);
+	}
+	if (t != NULL && !still_tracked(t))
+		t = NULL; /* a new socket on a number closed behind our back */
+	if (t != NULL && load8(&t->phase) == AGILE_FD_FAILED &&
+	    (load8(&t->flags) & AGILE_FD_ABORT_PENDING)) {
+		agile__leave();
+		errno = saved;
+		return connect_reported(fd, t, addr, len);
+	}
+	if (t != NULL && dest >= 0 && t->dest == dest &&
+	    load8(&t->phase) != AGILE_FD_FAILED) {
+		agile__leave();
+		errno = saved;
+		return connect_again(fd, t, addr, len);
+	}
+	if (t != NULL) {
+		agile__resilience_close(t); /* its permit, its breaker call */
+		agile__fd_untrack(fd);      /* reconnected elsewhere */
+	}
+	t = dest < 0 ? NULL : begin_connection(fd, dest, addr, len, &refused);
+	agile__leave();
+	if (t == NULL && dest >= 0 && refused < 0) {
+		errno = -refused;
+		return -1;
+	}
 	errno = saved;
+	if (t == NULL)
+		return agile__libc.connect(fd, addr, len);
+	s = agile__destinations_slot(dest);
+
 	/* connect_timeout= and retry= wrap the call (connect_hook.c). */
 	rc = agile__resilience_connect(fd, addr, len, dest);
 	error = errno;
@@ -491,6 +511,22 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	agile__leave();
 	errno = error;
 	return rc;
+}
+
+int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	int saved = errno;
+	int dest, refused = 0;
+	struct agile_fd *t = NULL;
+
+	agile__enter();
+	dest = agile__destinations_match(addr, len);
+	/* A vfork child's table is its parent's (process.h). */
+	if (dest >= 0 && !agile__in_vfork_child())
+		t = begin_connection(fd, dest, addr, len, &refused);
+	agile__leave();
+	errno = saved;
+	return refused < 0 ? refused : t != NULL;
 }
 
 static void tls_answer_held(struct agile_fd *t, struct agile_state_slot *s,

@@ -62,6 +62,14 @@
 
 /* The whole connect() hook: match, pace, call libc, classify. */
 int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len);
+/* sendto() or sendmsg() with MSG_FASTOPEN and an address on an untracked
+ * socket is TCP Fast Open's connect and first send in one call: when the
+ * address matches, the socket is tracked as connect() would track it, with
+ * the connection's grant, and the call goes on as its first send (waiting
+ * for that grant).  connect_timeout= and retry= do not wrap it.  Returns 1
+ * when tracked, 0 to pass the call through, or -errno when the resilience
+ * settings refuse the connection (the call then fails with it). */
+int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len);
 
 /* Before a send/write on a tracked fd of the bytes in iov[0..count) (NULL
  * when they are not in memory): wait for a grant when one is due.  Returns
