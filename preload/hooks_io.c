@@ -37,8 +37,12 @@
 	iov_ = (iov); \
 	count_ = (count); \
 	start_ = agile__track_before_send(t_, iov_, count_); \
-	if (start_ < 0) \
+	if (start_ == AGILE_SEND_PASS) \
 		return call; \
+	if (start_ == AGILE_SEND_CLOSED) { \
+		errno = EBADF; \
+		return -1; \
+	} \
 	r_ = call; \
 	agile__track_after_send(t_, (ssize_t)r_, errno, start_, iov_, count_); \
 	return r_; \

@@ -572,6 +572,7 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 {
 	int saved = errno;
 	uint8_t request = load8(&t->request);
+	uint64_t conn = __atomic_load_n(&t->conn_id, __ATOMIC_RELAXED);
 	struct agile_state_slot *s;
 	int64_t now;
 
@@ -581,7 +582,7 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 
 	/* This send may wait for a grant or start a request. */
 	if (request != AGILE_REQ_IN_FLIGHT && !still_tracked(t))
-		return -1;
+		return AGILE_SEND_PASS;
 	agile__enter();
 	s = slot_of(t);
 	now = agile__now_ns();
@@ -616,6 +617,15 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;
+	/* Another thread may have closed the socket while this one waited
+	 * (a watchdog giving up on the connection), and the number may hold
+	 * a file, a pipe or another connection by now: the send, which
+	 * without the wait would have gone out before the close, must not
+	 * go to that.  It fails as a send after the close would. */
+	if (request != AGILE_REQ_IN_FLIGHT &&
+	    (!load8(&t->tracked) ||
+	     __atomic_load_n(&t->conn_id, __ATOMIC_RELAXED) != conn))
+		return AGILE_SEND_CLOSED;
 	return now;
 }
 

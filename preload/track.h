@@ -73,9 +73,14 @@ int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len);
 
 /* Before a send/write on a tracked fd of the bytes in iov[0..count) (NULL
  * when they are not in memory): wait for a grant when one is due.  Returns
- * the time the real call starts, or -1 when the fd turned out not to be the
- * tracked socket any more (closed where no hook saw it, its number reused):
- * the entry is forgotten and the hook passes the call through. */
+ * the time the real call starts; AGILE_SEND_PASS when the fd turned out
+ * not to be the tracked socket any more (closed where no hook saw it, its
+ * number reused): the entry is forgotten and the hook passes the call
+ * through; AGILE_SEND_CLOSED when another thread closed the socket while
+ * this one waited for its grant: the hook fails with EBADF rather than send
+ * to whatever holds the number now. */
+#define AGILE_SEND_PASS (-1)
+#define AGILE_SEND_CLOSED (-2)
 int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
                                  int count);
 /* After it: `result` is its return value (> 0 means that many of the bytes
