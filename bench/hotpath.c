@@ -130,7 +130,7 @@ OP void op_try_release(void)
 		agile_conc_release(&conc);
 }
 
-/* The check every event makes; never due here (next_tick_ns is far). */
+/* The check every event makes; hardly ever due here (see init_limiters). */
 OP bool op_tick_check(int64_t now)
 {
 	return agile_rate_tick_if_due(&rate, now);
@@ -180,9 +180,10 @@ static void init_limiters(void)
 		.slo_ns = 100 * AGILE_NS_PER_MS,
 	};
 
-	/* A tick period of an hour from t = 0: op_tick_check never wins. */
-	rc.tick_ns = 3600 * AGILE_NS_PER_S;
-	if (agile_rate_init(&rate, &rc, 0) < 0 ||
+	/* The longest tick, a minute, from now: op_tick_check does not win
+	 * in the first minute of the run, and once a minute at most after. */
+	rc.tick_ns = AGILE_TICK_MAX_NS;
+	if (agile_rate_init(&rate, &rc, now_ns()) < 0 ||
 	    agile_conc_init(&conc, &cc, 0) < 0) {
 		fprintf(stderr, "hotpath: limiter init failed\n");
 		exit(1);

@@ -74,6 +74,8 @@ enum key_type {
 	KEY_RATE,     /* double requests per second, >= 0: see parse_rate */
 	KEY_COUNT,    /* int ticks, >= 0 */
 	KEY_DURATION, /* int64_t nanoseconds, with a unit */
+	KEY_TICK,     /* a KEY_DURATION of 0 (unset) or from AGILE_TICK_MIN_NS
+	                 to AGILE_TICK_MAX_NS */
 	KEY_DECIMAL,  /* double, >= 0 */
 	KEY_ANCHOR,
 	KEY_PRESET,
@@ -126,8 +128,9 @@ static const struct key_spec keys[] = {
 	  "expected a decimal number, 0 or more, such as 1.5", SCOPE_BOTH },
 	{ "tail_tolerance", KEY_DECIMAL, CONFIG_FIELD(tail_tolerance),
 	  "expected a decimal number, 0 or more, such as 0.05", SCOPE_BOTH },
-	{ "tick", KEY_DURATION, CONFIG_FIELD(tick_ns), DURATION_EXPECTED,
-	  SCOPE_BOTH },
+	{ "tick", KEY_TICK, CONFIG_FIELD(tick_ns),
+	  "expected a duration from 10ms to 60s such as 500ms, or 0s for the "
+	  "default of 1s", SCOPE_BOTH },
 	{ "up", KEY_DECIMAL, CONFIG_FIELD(up_step),
 	  "expected a decimal number, 0 or more, such as 0.05", SCOPE_BOTH },
 	{ "down", KEY_DECIMAL, CONFIG_FIELD(down_step),
@@ -591,7 +594,8 @@ static void report_number(struct reporter *r, const struct key_spec *key,
 		[NUMBER_ZERO_PERIOD] = "has a period of 0",
 	};
 
-	if (why == NUMBER_NOT_NUMBER && key->type == KEY_DURATION) {
+	if (why == NUMBER_NOT_NUMBER &&
+	    (key->type == KEY_DURATION || key->type == KEY_TICK)) {
 		report(r, "key \"%s\": \"%.*s\" is not a duration; %s", key->name,
 		       QUOTE_MAX, value, key->expect);
 		return;
@@ -1097,6 +1101,18 @@ static bool apply_setting(struct reporter *r, struct agile_rule *rule,
 		break;
 	case KEY_DURATION:
 		why = parse_duration(value, &ns);
+		if (why == NUMBER_OK)
+			*(int64_t *)(void *)field = ns;
+		break;
+	case KEY_TICK:
+		why = parse_duration(value, &ns);
+		if (why == NUMBER_OK && ns != 0 &&
+		    (ns < AGILE_TICK_MIN_NS || ns > AGILE_TICK_MAX_NS)) {
+			report(r, "key \"%s\": \"%.*s\" is %s; %s", key->name,
+			       QUOTE_MAX, value, ns < AGILE_TICK_MIN_NS ?
+			       "too short" : "too long", key->expect);
+			return false;
+		}
 		if (why == NUMBER_OK)
 			*(int64_t *)(void *)field = ns;
 		break;

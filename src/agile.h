@@ -169,6 +169,18 @@ struct agile_config {
 #define AGILE_DEFAULT_SLOW_DOWN_HALF_LIFE_NS (5 * AGILE_NS_PER_S)
 #define AGILE_DEFAULT_MAX_BASELINE_RISE 0.002 /* ~12% per minute at 1 s */
 #define AGILE_DEFAULT_TICK_NS AGILE_NS_PER_S
+/* The shortest and longest control period.  Every gain of the law is per
+ * tick (up, down, slow_start, max_baseline_rise), so the tick sets how fast
+ * the rate may move: below 10 ms it could double a hundred times a second
+ * on answers to grants of several ticks before, and the parts of the law
+ * that count in whole milliseconds (a cut's backlog, the fleet's tick)
+ * read it as 0.  Above a minute, the default slow_half_life, the slow
+ * baseline moves half-way in one tick, and a downstream's slowdown goes
+ * unanswered for that long.  A tick outside (other than 0, unset) is
+ * refused by agile_config_validate() and brought to the nearer bound by
+ * agile_resolve(). */
+#define AGILE_TICK_MIN_NS (10 * AGILE_NS_PER_MS)
+#define AGILE_TICK_MAX_NS (60 * AGILE_NS_PER_S)
 #define AGILE_DEFAULT_TARGET_INFLATION 1.0
 #define AGILE_THROUGHPUT_FIRST_INFLATION 2.5  /* 3.5x baseline */
 #define AGILE_DEFAULT_UP_STEP 0.05

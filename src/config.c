@@ -447,6 +447,31 @@ static struct default_text default_duration(int64_t ns)
 	return d;
 }
 
+/* The tick as written: negative is unset; outside [AGILE_TICK_MIN_NS,
+ * AGILE_TICK_MAX_NS] it is reported and brought to the nearer bound, as
+ * the user clearly wanted it short (long). */
+static int64_t tick_field(struct report *rep, int64_t value)
+{
+	char shown[SHORT_TEXT], lowest[SHORT_TEXT], highest[SHORT_TEXT];
+	int64_t tick = count_field(rep, "tick_ns", value,
+	                           default_duration(AGILE_DEFAULT_TICK_NS).text);
+
+	if (tick == 0 ||
+	    (tick >= AGILE_TICK_MIN_NS && tick <= AGILE_TICK_MAX_NS))
+		return tick;
+	format_duration(shown, tick);
+	format_duration(lowest, AGILE_TICK_MIN_NS);
+	format_duration(highest, AGILE_TICK_MAX_NS);
+	problem(rep, "tick_ns",
+	        "tick_ns (%s) must be from %s to %s: every gain is per tick, "
+	        "so a shorter tick moves the rate faster than its answers "
+	        "come back, and a longer one leaves a slowdown unanswered; it "
+	        "would be %s to %s.", shown, lowest, highest,
+	        tick < AGILE_TICK_MIN_NS ? "raised" : "lowered",
+	        tick < AGILE_TICK_MIN_NS ? lowest : highest);
+	return tick < AGILE_TICK_MIN_NS ? AGILE_TICK_MIN_NS : AGILE_TICK_MAX_NS;
+}
+
 /* How a bound came to have its value, for the clamp messages. */
 static void describe_rate(char out[SHORT_TEXT + 32], double value,
                           double written, double min_written)
@@ -743,8 +768,7 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 	r->max_baseline_rise = real_field(
 		rep, "max_baseline_rise", c->max_baseline_rise,
 		default_real(AGILE_DEFAULT_MAX_BASELINE_RISE).text);
-	r->tick_ns = count_field(rep, "tick_ns", c->tick_ns,
-	                         default_duration(AGILE_DEFAULT_TICK_NS).text);
+	r->tick_ns = tick_field(rep, c->tick_ns);
 	r->target_inflation = real_field(rep, "target_inflation",
 	                                 c->target_inflation, "the preset decides");
 	r->up_step = real_field(rep, "up_step", c->up_step,

@@ -682,6 +682,42 @@ START_TEST(config_repair_deadband_one)
 }
 END_TEST
 
+/* The tick has a range (AGILE_TICK_MIN_NS to AGILE_TICK_MAX_NS): outside
+ * it is reported and brought to the nearer bound; the bounds themselves and
+ * 0 (the default) pass. */
+START_TEST(config_repair_tick_out_of_range)
+{
+	struct agile_config c = minimal();
+	struct agile_problem p;
+
+	c.tick_ns = 1;
+	ck_assert_int_eq(resolve(&c).tick_ns, AGILE_TICK_MIN_NS);
+	p = problem_for(&c, 1, "tick_ns");
+	ck_assert_contains(p.message, "tick_ns (1ns) must be from 10ms to 1m");
+	ck_assert_contains(p.message, "raised to 10ms");
+
+	c.tick_ns = 3600 * AGILE_NS_PER_S;
+	ck_assert_int_eq(resolve(&c).tick_ns, AGILE_TICK_MAX_NS);
+	p = problem_for(&c, 1, "tick_ns");
+	ck_assert_contains(p.message, "tick_ns (1h) must be from 10ms to 1m");
+	ck_assert_contains(p.message, "lowered to 1m");
+
+	c.tick_ns = INT64_MAX;
+	ck_assert_int_eq(resolve(&c).tick_ns, AGILE_TICK_MAX_NS);
+	(void)problem_for(&c, 1, "tick_ns");
+
+	c.tick_ns = AGILE_TICK_MIN_NS;
+	ck_assert_uint_eq(agile_config_validate(&c, NULL, 0), 0);
+	ck_assert_int_eq(resolve(&c).tick_ns, AGILE_TICK_MIN_NS);
+	c.tick_ns = AGILE_TICK_MAX_NS;
+	ck_assert_uint_eq(agile_config_validate(&c, NULL, 0), 0);
+	ck_assert_int_eq(resolve(&c).tick_ns, AGILE_TICK_MAX_NS);
+	c.tick_ns = 0;
+	ck_assert_uint_eq(agile_config_validate(&c, NULL, 0), 0);
+	ck_assert_int_eq(resolve(&c).tick_ns, AGILE_DEFAULT_TICK_NS);
+}
+END_TEST
+
 START_TEST(config_repair_down_step_one)
 {
 	struct agile_config c = minimal();
@@ -1556,6 +1592,7 @@ Suite *config_suite(void)
 
 	tcase_add_test(repairs, config_repair_deadband_one);
 	tcase_add_test(repairs, config_repair_down_step_one);
+	tcase_add_test(repairs, config_repair_tick_out_of_range);
 	tcase_add_test(repairs, config_repair_up_step_one);
 	tcase_add_test(repairs, config_repair_slow_start_gain_below_one);
 	tcase_add_test(repairs, config_repair_tail_tolerance_one);

@@ -599,12 +599,45 @@ START_TEST(duration_no_unit_message)
 }
 END_TEST
 
+/* The tick has a range, AGILE_TICK_MIN_NS to AGILE_TICK_MAX_NS (agile.h
+ * says why); a tick outside it is refused with the range, and 0s is still
+ * the default. */
+START_TEST(tick_out_of_range)
+{
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 tick=1ns",
+		"AGILE_DEST_API: key \"tick\": \"1ns\" is too short; expected a "
+		"duration from 10ms to 60s such as 500ms, or 0s for the default "
+		"of 1s");
+	ck_assert(rule.enabled);
+	ck_assert_int_eq(rule.config.tick_ns, 0);
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 tick=9.999ms",
+		"AGILE_DEST_API: key \"tick\": \"9.999ms\" is too short; expected "
+		"a duration from 10ms to 60s such as 500ms, or 0s for the default "
+		"of 1s");
+	ck_assert_only_message(
+		"127.0.0.1:80 max=500 tick=60.001s",
+		"AGILE_DEST_API: key \"tick\": \"60.001s\" is too long; expected "
+		"a duration from 10ms to 60s such as 500ms, or 0s for the default "
+		"of 1s");
+	ck_assert_int_eq(rule.config.tick_ns, 0);
+	parse_ok("127.0.0.1:80 max=500 tick=10ms");
+	ck_assert_int_eq(rule.config.tick_ns, AGILE_TICK_MIN_NS);
+	parse_ok("127.0.0.1:80 max=500 tick=1m");
+	ck_assert_int_eq(rule.config.tick_ns, AGILE_TICK_MAX_NS);
+	parse_ok("127.0.0.1:80 max=500 tick=0s");
+	ck_assert_int_eq(rule.config.tick_ns, 0);
+}
+END_TEST
+
 START_TEST(duration_other_messages)
 {
 	ck_assert_only_message(
 		"127.0.0.1:80 max=500 tick=5h",
 		"AGILE_DEST_API: key \"tick\": \"5h\" has an unknown unit; expected "
-		"a duration such as 250us, 200ms or 1.5s");
+		"a duration from 10ms to 60s such as 500ms, or 0s for the default "
+		"of 1s");
 	ck_assert_only_message(
 		"127.0.0.1:80 max=500 slow_half_life=-1s",
 		"AGILE_DEST_API: key \"slow_half_life\": \"-1s\" is negative; "
@@ -1777,6 +1810,7 @@ static Suite *rules_suite(void)
 
 	tcase_add_test(errors, duration_no_unit_message);
 	tcase_add_test(errors, duration_other_messages);
+	tcase_add_test(errors, tick_out_of_range);
 	tcase_add_test(errors, max_not_a_number);
 	tcase_add_test(errors, sub_second_rates);
 	tcase_add_test(errors, max_missing);

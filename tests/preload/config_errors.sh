@@ -91,7 +91,9 @@ DB|[::1]:5432 max=200 pace=stream|AGILE_DEST_DB: key "pace": "stream" is not a p
 DB|[::1]:5432 max=200 preset=fast|AGILE_DEST_DB: key "preset": "fast" is not a preset; expected none, balanced, latency-first, throughput-first or seed
 DB|[::1]:5432 max=200 anchor=p99|AGILE_DEST_DB: key "anchor": "p99" is not an anchor; expected unset, baseline or slo
 DB|[::1]:5432 max=200 deadband=wide|AGILE_DEST_DB: key "deadband": "wide" is not a number; expected a decimal number, 0 or more, such as 0.1
-DB|[::1]:5432 max=200 tick=5h|AGILE_DEST_DB: key "tick": "5h" has an unknown unit; expected a duration such as 250us, 200ms or 1.5s
+DB|[::1]:5432 max=200 tick=5h|AGILE_DEST_DB: key "tick": "5h" has an unknown unit; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
+DB|[::1]:5432 max=200 tick=1ns|AGILE_DEST_DB: key "tick": "1ns" is too short; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
+DB|[::1]:5432 max=200 tick=2m|AGILE_DEST_DB: key "tick": "2m" is too long; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
 DB|1.2.3.4:70000 max=200|AGILE_DEST_DB: destination "1.2.3.4:70000": the port is out of range; expected 1 to 65535, or * for any port
 EOF
 
@@ -116,7 +118,7 @@ run_preloaded AGILE_STRICT=1 \
 expect_status "strict, three mistakes" 2 "$status"
 expect_file "strict, three mistakes" "$tmp/err" <<'EOF'
 agilepreload: AGILE_DEST_API: unknown key "flor"; did you mean "floor"?
-agilepreload: AGILE_DEST_API: key "tick": "1" has no unit; expected a duration such as 250us, 200ms or 1.5s
+agilepreload: AGILE_DEST_API: key "tick": "1" has no unit; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
 agilepreload: AGILE_DEST_WEB: key "slo": "200" has no unit; expected a duration such as 250us, 200ms or 1.5s
 agilepreload: AGILE_STRICT=1: 3 configuration errors; not starting
 EOF
