@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fleet_config.h"
+#include "internal.h"
 #include "rules.h"
 
 #define RATE_MAX INT64_C(1000000000) /* as rules.c: one grant per ns */
@@ -82,7 +83,7 @@ bool agile_fleet_window_is_shared(const char *value)
 {
 	const char *comma = strrchr(value, ',');
 
-	return comma != NULL && strcmp(comma + 1, "shared") == 0;
+	return comma != NULL && agile__name_is(comma + 1, "shared");
 }
 
 #define WHY(...) (snprintf(why, why_len, __VA_ARGS__), -EINVAL)
@@ -106,9 +107,9 @@ int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
 		return 0;
 	}
 	if (strcmp(key, "fleet") == 0) {
-		if (strcmp(value, "static") == 0)
+		if (agile__name_is(value, "static"))
 			f->mode = AGILE_FLEET_STATIC;
-		else if (strcmp(value, "adaptive") == 0)
+		else if (agile__name_is(value, "adaptive"))
 			f->mode = AGILE_FLEET_ADAPTIVE;
 		else
 			return WHY("\"%.64s\" is not a fleet mode; %s", value,
@@ -135,7 +136,7 @@ int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
 		int64_t ns;
 
 		if (slash == NULL || comma == NULL || comma < slash ||
-		    strcmp(comma + 1, "shared") != 0 ||
+		    !agile__name_is(comma + 1, "shared") ||
 		    !whole(value, (size_t)(slash - value),
 		           AGILE_FLEET_WINDOW_MAX, &n) || n == 0 ||
 		    (size_t)(comma - slash - 1) >= sizeof(text))

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "internal.h"
 #include "log.h"
 #include "process.h"
 #include "symbols.h"
@@ -59,14 +60,15 @@ void agile__log_init(void)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };
 	const char *value = agile__env("AGILE_LOG");
+	int level;
 
 	if (value == NULL || *value == '\0')
 		return;
-	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++) {
-		if (strcasecmp(value, names[i]) == 0) {
-			log_level = i;
-			return;
-		}
+	level = agile__name_index(value, names,
+	                          (int)(sizeof(names) / sizeof(names[0])));
+	if (level >= 0) {
+		log_level = level;
+		return;
 	}
 	agile__log(AGILE_LOG_WARN,
 	           "AGILE_LOG: \"%s\" is not a level; expected error, warn, "

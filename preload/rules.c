@@ -29,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "internal.h"
 #include "rules.h"
 
 #define DEST_PREFIX "AGILE_DEST_"
@@ -794,9 +795,9 @@ static bool parse_concurrency(const char *value,
 	enum agile_law_kind law = AGILE_LAW_AGILE;
 	uint64_t n;
 
-	if (strncmp(value, "adaptive", 8) == 0) {
+	if (agile__name_starts(value, "adaptive")) {
 		if (value[8] == ',') {
-			if (strncmp(value + 9, "law=", 4) != 0 ||
+			if (!agile__name_starts(value + 9, "law=") ||
 			    agile_law_parse(value + 13, &law) != 0)
 				return false;
 		} else if (value[8] != '\0') {
@@ -838,7 +839,7 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 
 		/* A misspelt law is the likely mistake: name it, not the
 		 * whole syntax. */
-		if (strncmp(value, "adaptive,law=", 13) == 0 &&
+		if (agile__name_starts(value, "adaptive,law=") &&
 		    agile_law_parse(value + 13, &law) != 0) {
 			report(r, "key \"concurrency\": law \"%.*s\" is not "
 			       "known; expected agile, aimd, vegas or gradient",
@@ -856,7 +857,7 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 	} else if (strcmp(name, "acquire_timeout") == 0) {
 		return resilience_duration(r, key, value, &c->acquire_timeout_ns);
 	} else if (strcmp(name, "breaker") == 0) {
-		ok = strcmp(value, "sre") == 0;
+		ok = agile__name_is(value, "sre");
 		c->breaker = ok;
 	} else if (strcmp(name, "breaker_k") == 0) {
 		why = parse_decimal(value, &decimal);
@@ -880,7 +881,7 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		ok = parse_count_per(value, INT32_MAX, &c->quota,
 		                     &c->quota_period_ns, &rest);
 		if (ok && rest != NULL) {
-			ok = strcmp(rest, "align") == 0;
+			ok = agile__name_is(rest, "align");
 			c->quota_align = ok;
 		}
 		if (!ok)
@@ -891,20 +892,20 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		if (!ok)
 			c->window = 0;
 	} else if (strcmp(name, "over") == 0) {
-		if (strcmp(value, "refuse") == 0)
+		if (agile__name_is(value, "refuse"))
 			c->over = AGILE_OVER_REFUSE;
-		else if (strcmp(value, "wait") == 0)
+		else if (agile__name_is(value, "wait"))
 			c->over = AGILE_OVER_WAIT;
 		else
 			ok = false;
 	} else if (strcmp(name, "proto") == 0) {
-		if (strcmp(value, "http") == 0)
+		if (agile__name_is(value, "http"))
 			c->proto = AGILE_PROTO_HTTP;
-		else if (strcmp(value, "redis") == 0)
+		else if (agile__name_is(value, "redis"))
 			c->proto = AGILE_PROTO_REDIS;
-		else if (strcmp(value, "postgres") == 0)
+		else if (agile__name_is(value, "postgres"))
 			c->proto = AGILE_PROTO_POSTGRES;
-		else if (strcmp(value, "none") == 0)
+		else if (agile__name_is(value, "none"))
 			c->proto = AGILE_PROTO_NONE;
 		else
 			ok = false;
@@ -940,7 +941,7 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		if (ok)
 			c->keys = (int64_t)whole;
 	} else if (strcmp(name, "shed") == 0) {
-		ok = strncmp(value, "cpu", 3) == 0;
+		ok = agile__name_starts(value, "cpu");
 		if (ok && value[3] == ':') {
 			ok = parse_whole(value + 4, 999, &whole) == NUMBER_OK &&
 			     whole > 0;
@@ -951,7 +952,7 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		}
 		c->shed_cpu = ok;
 	} else if (strcmp(name, "shed_response") == 0) {
-		if (strcmp(value, "close") == 0) {
+		if (agile__name_is(value, "close")) {
 			c->shed_response = AGILE_SHED_CLOSE;
 		} else {
 			ok = parse_whole(value, 599, &whole) == NUMBER_OK &&
@@ -1136,9 +1137,9 @@ static bool apply_setting(struct reporter *r, struct agile_rule *rule,
 		}
 		break;
 	case KEY_PACE:
-		if (strcmp(value, "request") == 0) {
+		if (agile__name_is(value, "request")) {
 			rule->pace = AGILE_PACE_REQUEST;
-		} else if (strcmp(value, "connect") == 0) {
+		} else if (agile__name_is(value, "connect")) {
 			rule->pace = AGILE_PACE_CONNECT;
 		} else {
 			report(r, "key \"pace\": \"%.*s\" is not a pace; %s",

@@ -278,26 +278,30 @@ static const char *kind_name(uint32_t kind)
  * forgiving about what people type: ASCII case is ignored and '_' stands for
  * '-' ("LATENCY_FIRST" is "latency-first").  No locale is consulted.
  */
-static bool name_matches(const char *name, const char *canonical)
+static char name_char(char c)
 {
-	for (;; name++, canonical++) {
-		char c = *name;
+	if (c >= 'A' && c <= 'Z')
+		return (char)(c - 'A' + 'a');
+	return c == '_' ? '-' : c;
+}
 
-		if (c >= 'A' && c <= 'Z')
-			c = (char)(c - 'A' + 'a');
-		else if (c == '_')
-			c = '-';
-		if (c != *canonical)
+bool agile__name_starts(const char *name, const char *word)
+{
+	for (; *word != '\0'; name++, word++)
+		if (name_char(*name) != *word)
 			return false;
-		if (c == '\0')
-			return true;
-	}
+	return true;
+}
+
+bool agile__name_is(const char *name, const char *word)
+{
+	return agile__name_starts(name, word) && name[strlen(word)] == '\0';
 }
 
 int agile__name_index(const char *name, const char *const *names, int count)
 {
 	for (int i = 0; i < count; i++)
-		if (name_matches(name, names[i]))
+		if (agile__name_is(name, names[i]))
 			return i;
 	return -1;
 }

@@ -32,6 +32,12 @@
  * '-', as people type names on command lines and in the environment; no
  * locale is consulted.  In config.c. */
 int agile__name_index(const char *name, const char *const *names, int count);
+/* Whether `name` is the canonical `word` under the same rule, the one every
+ * keyword value follows (presets, anchors, laws, the preload's pace=,
+ * breaker=, proto=, ... and AGILE_LOG); and whether it begins with `word`,
+ * for a keyword followed by more ("adaptive,law=aimd", "cpu:800"). */
+bool agile__name_is(const char *name, const char *word);
+bool agile__name_starts(const char *name, const char *word);
 
 /* a + b, saturating at INT64_MAX and INT64_MIN instead of wrapping. */
 static inline int64_t agile__add_sat(int64_t a, int64_t b)

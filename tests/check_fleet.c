@@ -249,6 +249,11 @@ START_TEST(settings_read)
 	                         "fleet_max=300 redis_timeout=20ms"), 0);
 	ck_assert_int_eq(rule.fleet.mode, AGILE_FLEET_ADAPTIVE);
 	ck_assert_int_eq(rule.fleet.timeout_ns, 20 * 1000000);
+	/* Keyword values ignore case, as every other key's do. */
+	ck_assert_int_eq(rule_of("127.0.0.1:80 max=100 fleet=Static "
+	                         "window=50/10s,SHARED"), 0);
+	ck_assert_int_eq(rule.fleet.mode, AGILE_FLEET_STATIC);
+	ck_assert_int_eq(rule.fleet.window, 50);
 	ck_assert_int_eq(rule_of("127.0.0.1:80 max=100 window=50/10s,shared"),
 	                 0);
 	ck_assert_int_eq(rule.fleet.window, 50);

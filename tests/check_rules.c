@@ -1727,6 +1727,48 @@ START_TEST(listen_address_forms)
 }
 END_TEST
 
+/* Every keyword value follows the core's rule for preset, anchor and law
+ * names: ASCII case is ignored and '_' stands for '-' (breaker=SRE used to
+ * be refused while law=AIMD was taken). */
+START_TEST(keyword_values_ignore_case)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	parse_ok("127.0.0.1:80 max=5 pace=CONNECT breaker=SRE over=Wait "
+	         "proto=HTTP quota=10/s,ALIGN concurrency=Adaptive,LAW=Vegas "
+	         "preset=Latency_First anchor=SLO slo=100ms");
+	ck_assert_int_eq(rule.pace, AGILE_PACE_CONNECT);
+	ck_assert_uint_eq(c->breaker, 1);
+	ck_assert_uint_eq(c->over, AGILE_OVER_WAIT);
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_HTTP);
+	ck_assert_uint_eq(c->quota_align, 1);
+	ck_assert_uint_eq(c->conc_mode, AGILE_CONC_ADAPTIVE);
+	ck_assert_uint_eq(c->conc_law, AGILE_LAW_VEGAS);
+	ck_assert_int_eq(rule.config.preset, AGILE_PRESET_LATENCY_FIRST);
+	ck_assert_int_eq(rule.config.anchor, AGILE_ANCHOR_SLO);
+	parse_ok("127.0.0.1:6379 max=5 pace=Request over=REFUSE proto=Redis");
+	ck_assert_int_eq(rule.pace, AGILE_PACE_REQUEST);
+	ck_assert_uint_eq(c->over, AGILE_OVER_REFUSE);
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_REDIS);
+	parse_ok("127.0.0.1:5432 max=5 proto=POSTGRES");
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_POSTGRES);
+	parse_ok("127.0.0.1:5432 max=5 proto=None");
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_NONE);
+
+	ck_assert_int_eq(parse_listen(":8080 max=50 shed=CPU:800 "
+	                              "shed_response=Close law=GRADIENT"), 0);
+	ck_assert_uint_eq(c->shed_cpu, 1);
+	ck_assert_int_eq(c->shed_cpu_permille, 800);
+	ck_assert_uint_eq(c->shed_response, AGILE_SHED_CLOSE);
+	ck_assert_uint_eq(c->conc_law, AGILE_LAW_GRADIENT);
+
+	/* A different word is still refused, whatever its case. */
+	ck_assert_only_message("127.0.0.1:80 max=5 breaker=SREX",
+	                       "AGILE_DEST_API: key \"breaker\": \"SREX\" is "
+	                       "not valid; expected sre");
+}
+END_TEST
+
 /* shed=cpu:PERMILLE takes 1 to 999; the message says so. */
 START_TEST(listen_shed_values)
 {
@@ -1860,6 +1902,7 @@ static Suite *rules_suite(void)
 	suite_add_tcase(s, hosts);
 
 	tcase_add_test(resilience, resilience_values);
+	tcase_add_test(resilience, keyword_values_ignore_case);
 	tcase_add_test(resilience, resilience_errors);
 	tcase_add_test(resilience, listen_rules);
 	tcase_add_test(resilience, listen_law);
