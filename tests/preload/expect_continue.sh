@@ -10,9 +10,10 @@
 # took two grants, so twelve uploads at floor=max=10 reached the server at
 # 5.0/s, and gave two samples, the first the interim's sub-millisecond
 # echo (24 samples).  Now the request stays in flight until the final
-# response: the server must see about 10/s (8 to 10.5 allowed; 10.0
-# measured) and the destination count 12 samples, none truncated, whose
-# median is the server's 50 ms answer, not the echo.
+# response: the server must see about 10/s (10.0 measured; 7 to 10.5
+# allowed, since a busy machine wakes curl late, and 5.0 is what two
+# grants an upload give) and the destination count 12 samples, none
+# truncated, whose median is the server's 50 ms answer, not the echo.
 #
 # The server runs under AGILE_LISTEN_ as well: Python's http.server writes
 # the 100 Continue itself, and a listener's handling time ended at that
@@ -67,7 +68,7 @@ rate=$(arrival_rate "$tmp/times")
 samples=$(stat_json up 'd["samples_total"]')
 p50=$(history_p50 up)
 note "server saw $rate/s; $samples samples, p50 $p50 ms"
-check "8 <= v[0] <= 10 * 1.05" "uploads at the ceiling, one grant each" "$rate"
+check "7 <= v[0] <= 10 * 1.05" "uploads at the ceiling, one grant each" "$rate"
 check "v[0] == 12" "one sample per upload" "$samples"
 check "v[0] == 0" "nothing truncated" "$(stat_json up 'd["truncated"]')"
 # The echo took about 0.5 ms; the server's answer takes its 50 ms sleep

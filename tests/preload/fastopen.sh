@@ -4,12 +4,13 @@
 # sendto(…, MSG_FASTOPEN, address) on a fresh socket connects and sends in
 # one call; no connect() ever runs, so the preload never tracked the
 # socket: a Python client making 10 such requests at floor=max=10 reached
-# the server at 47/s, with no connection, sample or grant recorded.  The
+# the server at 976/s, with no connection, sample or grant recorded.  The
 # call now starts the connection as connect() would, and is its first
-# send: the server must see about 10/s (8 to 10.5 allowed; 10.0 measured),
-# and the destination count 10 connections and 10 samples.  The same call
-# to a port nothing listens on must still fail with ECONNREFUSED, and be
-# counted unreachable.
+# send: the server must see about 10/s (10.0 measured; 7 to 10.5 allowed,
+# since a busy machine wakes the client late and only the ceiling is the
+# promise), and the destination count 10 connections and 10 samples.  The
+# same call to a port nothing listens on must still fail with
+# ECONNREFUSED, and be counted unreachable.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 # The client side of Fast Open is bit 1 of this setting (Linux's default);
@@ -50,7 +51,7 @@ preloaded python3 "$tmp/client.py" "$port" "$closed" || fail "the client failed"
 
 rate=$(arrival_rate "$tmp/fast.arrivals")
 note "server saw $rate/s"
-check "8 <= v[0] <= 10 * 1.05" "Fast Open requests are paced" "$rate"
+check "7 <= v[0] <= 10 * 1.05" "Fast Open requests are paced" "$rate"
 connects=$(stat_json fast 'd["connects"]')
 samples=$(stat_json fast 'd["samples_total"]')
 note "$connects connections, $samples samples"
