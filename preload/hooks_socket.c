@@ -120,18 +120,26 @@ static int hook_fclose(FILE *stream)
 	return agile__libc.fclose(stream);
 }
 
-/* After close_range(first, last, flags) succeeded. */
-static void closed_range(unsigned int first, unsigned int last, int flags)
+/* After close_range(first, last, flags) succeeded: the tracked entries in
+ * the range, whose types the caller has forgotten. */
+static void untrack_closed_range(unsigned int first, unsigned int last,
+                                 int flags)
 {
 	int saved = errno;
 
-	if (!(flags & CLOSE_RANGE_CLOEXEC))
-		agile__fd_forget_type_range(first, last);
 	if (!(flags & CLOSE_RANGE_CLOEXEC) && !agile__in_vfork_child()) {
 		agile__resilience_forget_range(first, last); /* permits */
 		agile__fd_untrack_range(first, last);
 	}
 	errno = saved;
+}
+
+/* After close_range(first, last, flags) succeeded. */
+static void closed_range(unsigned int first, unsigned int last, int flags)
+{
+	if (!(flags & CLOSE_RANGE_CLOEXEC))
+		agile__fd_forget_type_range(first, last);
+	untrack_closed_range(first, last, flags);
 }
 
 static int hook_close_range(unsigned int first, unsigned int last, int flags)
@@ -168,11 +176,10 @@ static void hook_closefrom(int lowfd)
 }
 
 /* After a successful duplication onto newfd, which may have been a tracked
- * socket that the call closed implicitly. */
-static void duplicated(int oldfd, int newfd, struct agile_fd *replaced)
+ * socket that the call closed implicitly: the tracking, newfd's type being
+ * forgotten by the caller. */
+static void track_duplicate(int oldfd, int newfd, struct agile_fd *replaced)
 {
-	if (newfd != oldfd)
-		agile__fd_forget_type(newfd);
 	if (newfd == oldfd)
 		replaced = NULL;
 	if (replaced == NULL && agile__hook_tracked(oldfd) == NULL)
@@ -183,6 +190,14 @@ static void duplicated(int oldfd, int newfd, struct agile_fd *replaced)
 		agile__track_close(newfd, replaced);
 	if (agile__hook_tracked(oldfd) != NULL)
 		agile__track_dup(oldfd, newfd);
+}
+
+/* After a successful duplication onto newfd. */
+static void duplicated(int oldfd, int newfd, struct agile_fd *replaced)
+{
+	if (newfd != oldfd)
+		agile__fd_forget_type(newfd);
+	track_duplicate(oldfd, newfd, replaced);
 }
 
 static int hook_dup(int fd)
@@ -237,12 +252,15 @@ static int hook_fcntl(int (*real)(int, int, ...), int fd, int cmd,
  * syscall(number, ...): close, close_range, dup2 and dup3 made through libc's
  * syscall() get what their hooks do, and vfork, clone and clone3 note that
  * a child may share this memory (process.h); every other number passes
- * straight through.  Nothing is bound or looked up until a socket has been
- * tracked (no table, nothing to forget), so the allocators and start-up
- * code that call syscall() pay a switch, and a load and a branch.  The arguments are the six
- * longs syscall() passes to the kernel, read whether or not the caller
- * passed them all, as every syscall() wrapper does; a descriptor argument
- * is an int, its low 32 bits, as the kernel reads it.
+ * straight through.  The first switch forgets the types of the descriptors
+ * the call closes or replaces, once, whether or not a socket is tracked;
+ * the second does the tracking, without forgetting them again.  Nothing is
+ * bound or looked up until a socket has been tracked (no table, nothing to
+ * forget), so the allocators and start-up code that call syscall() pay a
+ * switch, and a load and a branch.  The arguments are the six longs
+ * syscall() passes to the kernel, read whether or not the caller passed
+ * them all, as every syscall() wrapper does; a descriptor argument is an
+ * int, its low 32 bits, as the kernel reads it.
  */
 static long hook_syscall(long number, const long a[6])
 {
@@ -289,8 +307,8 @@ static long hook_syscall(long number, const long a[6])
 	case SYS_close_range:
 		rc = next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 		if (rc == 0)
-			closed_range((unsigned int)a[0], (unsigned int)a[1],
-			             (int)a[2]);
+			untrack_closed_range((unsigned int)a[0],
+			                     (unsigned int)a[1], (int)a[2]);
 		return rc;
 #ifdef SYS_dup2
 	case SYS_dup2:
@@ -299,7 +317,7 @@ static long hook_syscall(long number, const long a[6])
 		replaced = agile__fd_lookup((int)a[1]);
 		rc = next(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 		if (rc >= 0)
-			duplicated((int)a[0], (int)a[1], replaced);
+			track_duplicate((int)a[0], (int)a[1], replaced);
 		return rc;
 	default:
 		break;

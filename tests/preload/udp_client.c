@@ -4,19 +4,25 @@
  *     udp_client PORT N
  *
  * Binds a receiver on 127.0.0.1:PORT (UDP), then sends N datagrams to it
- * from a connect()ed datagram socket made four ways, each on a number that
- * first held a stream socket, so that a type remembered for the number
- * (preload/fdtable.h) would be stale if any of these paths failed to forget
- * it:
+ * from a connect()ed datagram socket made in each of the ways below, each on
+ * a number that first held a stream socket, so that a type remembered for
+ * the number (preload/fdtable.h) would be stale if that path failed to
+ * forget it; but for reuse, the datagram socket comes to the number where
+ * no hook sees it (a socket() seen sets the number's type anew):
  *   reuse      socket(SOCK_STREAM), close(), socket(SOCK_DGRAM)
  *   dup2       socket(SOCK_STREAM), and a datagram socket dup2()ed onto it
- *   raw-close  socket(SOCK_STREAM), syscall(SYS_close), socket(SOCK_DGRAM)
+ *   raw-close  socket(SOCK_STREAM), syscall(SYS_close), and the datagram
+ *              socket made with syscall(SYS_socket)
  *   raw-socket socket(SOCK_STREAM), close_range(), and the datagram socket
- *              made with syscall(SYS_socket), which no hook sees
+ *              made with syscall(SYS_socket)
+ *   raw-close-range  the same with syscall(SYS_close_range)
+ *   raw-dup2, raw-dup3   socket(SOCK_STREAM), and a datagram socket put onto
+ *              it by syscall(SYS_dup2) (where the system has it) or
+ *              syscall(SYS_dup3)
  * Each datagram is read back by the receiver.  Then, as a control, one
  * stream socket connects to a TCP listener on the same port number, which
- * the preload must track.  Prints the seconds the 4 x N datagrams took;
- * exit 0 when every one arrived and every call succeeded.
+ * the preload must track.  Prints the number of ways and the seconds their
+ * datagrams took; exit 0 when every one arrived and every call succeeded.
  */
 #include "config.h"
 
@@ -67,18 +73,30 @@ static int datagram_on(const char *how)
 	if (strcmp(how, "reuse") == 0) {
 		close(stream);
 		fd = socket(AF_INET, SOCK_DGRAM, 0);
-	} else if (strcmp(how, "dup2") == 0) {
+	} else if (strncmp(how, "raw-dup", 7) == 0 ||
+	           strcmp(how, "dup2") == 0) {
 		int dgram = socket(AF_INET, SOCK_DGRAM, 0);
+		long rc = -1;
 
-		if (dgram < 0 || dup2(dgram, stream) != stream)
-			die("dup2");
+		if (strcmp(how, "dup2") == 0)
+			rc = dup2(dgram, stream);
+#ifdef SYS_dup2
+		else if (strcmp(how, "raw-dup2") == 0)
+			rc = syscall(SYS_dup2, dgram, stream);
+#endif
+		else
+			rc = syscall(SYS_dup3, dgram, stream, 0);
+		if (dgram < 0 || rc != stream)
+			die(how);
 		close(dgram);
 		fd = stream;
-	} else if (strcmp(how, "raw-close") == 0) {
-		syscall(SYS_close, stream);
-		fd = socket(AF_INET, SOCK_DGRAM, 0);
 	} else {
-		if (close_range((unsigned int)stream, (unsigned int)stream, 0))
+		if (strcmp(how, "raw-close") == 0)
+			syscall(SYS_close, stream);
+		else if (strcmp(how, "raw-close-range") == 0)
+			syscall(SYS_close_range, stream, stream, 0);
+		else if (close_range((unsigned int)stream,
+		                     (unsigned int)stream, 0))
 			die("close_range");
 		fd = (int)syscall(SYS_socket, AF_INET, SOCK_DGRAM, 0);
 	}
@@ -92,8 +110,13 @@ static int datagram_on(const char *how)
 
 int main(int argc, char **argv)
 {
-	static const char *const ways[] = { "reuse", "dup2", "raw-close",
-	                                    "raw-socket" };
+	static const char *const ways[] = {
+		"reuse", "dup2", "raw-close", "raw-socket", "raw-close-range",
+#ifdef SYS_dup2
+		"raw-dup2",
+#endif
+		"raw-dup3"
+	};
 	struct timeval timeout = { .tv_sec = 5 };
 	int receiver, listener, fd, n;
 	double start;
@@ -124,7 +147,7 @@ int main(int argc, char **argv)
 		}
 		close(fd);
 	}
-	printf("%.3f\n", now_s() - start);
+	printf("%zu %.3f\n", sizeof(ways) / sizeof(ways[0]), now_s() - start);
 
 	listener = stream_socket();
 	if (bind(listener, (struct sockaddr *)&addr, sizeof(addr)) != 0 ||
