@@ -103,6 +103,10 @@ enum agile_fd_request {
                                        the socket with ECONNABORTED (or the
                                        error itself) and only the one after
                                        tries again (track.c) */
+#define AGILE_FD_TUNNEL 0x80 /* the last request was an HTTP proxy's
+                                CONNECT: a ClientHello sent next starts a
+                                TLS connection inside the tunnel
+                                (track.c) */
 
 struct agile_fd {
 	uint8_t tracked;          /* 1: a matched stream socket */
