@@ -43,17 +43,30 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * The last address each thread matched, and the answer (rules.h).  A
+ * program calls connect() on one destination over and over, and a
+ * non-blocking connect is usually made twice (the second call collects the
+ * result): matching against every rule, twice per connection, was 370 of
+ * the 2,200 instructions the preload ran per request of `ab -c 16`
+ * (callgrind).  Learning an address makes the entry stale (rules.c).
+ */
+static __thread struct agile_match_cache match_cache
+	__attribute__((tls_model("initial-exec")));
+
 /* The state file, mapped once per process (inherited by fork children). */
 static struct agile_state_map state_map;
 static int state_tried;     /* opening was attempted (under attach_lock) */
 static char state_path[4096]; /* its path, for messages */
 
 /* Per destination: its slot, published once attached; whether it is in the
- * state file; and the configuration its limiter is checked against before
- * each grant (written before the slot is published). */
-static struct agile_state_slot *slots[AGILE_RULES_MAX];
+ * state file; and the configuration its limiter is checked against, with
+ * the bucket's bounds worked out from it for the check before each grant
+ * (both written before the slot is published). */
+struct agile_state_slot *agile__dest_slots[AGILE_RULES_MAX];
 static int slot_shared[AGILE_RULES_MAX];
 static struct agile_resolved slot_config[AGILE_RULES_MAX];
+static struct agile_bucket_bounds slot_bounds[AGILE_RULES_MAX];
 /* Whether this process has said that the slot was damaged: once is enough
  * on stderr, later repairs only at AGILE_LOG=info. */
 static int damage_reported[AGILE_RULES_MAX];
@@ -133,15 +146,7 @@ void agile__destinations_load(void)
 	pthread_once(&load_once, load);
 }
 
-int agile__destinations_pace(int dest)
-{
-	return (int)rules.rule[dest].pace;
-}
-
-const struct agile_rule *agile__destinations_rule(int dest)
-{
-	return &rules.rule[dest];
-}
+const struct agile_rule *const agile__dest_rule = rules.rule;
 
 int agile__destinations_match_listen(const struct sockaddr *addr,
                                      socklen_t len)
@@ -192,21 +197,38 @@ static void resolve_hosts_once(void)
 	}
 }
 
-int agile__destinations_match(const struct sockaddr *addr, socklen_t len)
+/* A cache miss: match against every rule, and remember the answer. */
+static __attribute__((noinline)) int match_slow(const struct sockaddr *addr,
+                                                socklen_t len,
+                                                uint64_t generation)
 {
-	int rule;
+	int rule = agile_rules_match(&rules, addr, len);
 
-	agile__destinations_load();
-	if (rules_enabled == 0 || addr == NULL)
-		return -1;
-	rule = agile_rules_match(&rules, addr, len);
 	if (rule < 0 && host_rules > 0 &&
 	    !__atomic_load_n(&hosts_resolved, __ATOMIC_ACQUIRE) &&
 	    (addr->sa_family == AF_INET || addr->sa_family == AF_INET6)) {
 		resolve_hosts_once();
 		rule = agile_rules_match(&rules, addr, len);
 	}
+	/* Under the generation read before matching: the lookup just made,
+	 * or another thread's, leaves the entry stale if it learnt an
+	 * address. */
+	agile_match_cache_put(&match_cache, generation, addr, len, rule);
 	return rule;
+}
+
+int agile__destinations_match(const struct sockaddr *addr, socklen_t len)
+{
+	uint64_t generation;
+	int rule;
+
+	agile__destinations_load();
+	if (rules_enabled == 0 || addr == NULL)
+		return -1;
+	generation = agile_rules_generation(&rules);
+	if (agile_match_cache_get(&match_cache, generation, addr, len, &rule))
+		return rule;
+	return match_slow(addr, len, generation);
 }
 
 /* Which configured hostname rules `host` names. */
@@ -395,8 +417,8 @@ int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
 	 * rows).  The controller, the stored configuration and the tick clock
 	 * are checked where a step reads them (agile__destinations_tick). */
 	if (slot_shared[dest] &&
-	    agile_bucket_validate(&s->limiter.bucket, &slot_config[dest],
-	                          now_ns, NULL) < 0) {
+	    agile_bucket_check(&s->limiter.bucket, &slot_bounds[dest], now_ns,
+	                       NULL) < 0) {
 		repair(dest, s);
 		now_ns = agile__now_ns();
 	}
@@ -422,6 +444,8 @@ static struct agile_state_slot *attach(int dest)
 			slot_shared[dest] = 1;
 			agile_resolve(&r->config, AGILE_KIND_RATE,
 			              &slot_config[dest]);
+			agile_bucket_bounds(&slot_config[dest],
+			                    &slot_bounds[dest]);
 			/* A slot this process did not initialise is checked
 			 * before it is trusted. */
 			if (rc == AGILE_SLOT_ATTACHED)
@@ -451,27 +475,24 @@ static struct agile_state_slot *attach(int dest)
 	return private_slot(r, now);
 }
 
-struct agile_state_slot *agile__destinations_slot(int dest)
+struct agile_state_slot *agile__destinations_attach(int dest)
 {
-	struct agile_state_slot *s = __atomic_load_n(&slots[dest],
-	                                             __ATOMIC_ACQUIRE);
+	struct agile_state_slot *s;
 
-	if (s != NULL)
-		return s;
 	agile__enter();
 	pthread_mutex_lock(&attach_lock);
-	s = slots[dest];
+	s = agile__dest_slots[dest];
 	if (s == NULL) {
 		s = attach(dest);
-		__atomic_store_n(&slots[dest], s, __ATOMIC_RELEASE);
+		__atomic_store_n(&agile__dest_slots[dest], s, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&attach_lock);
 	agile__leave();
 	return s;
 }
 
-void agile__destinations_tick(int dest, struct agile_state_slot *s,
-                              int64_t now_ns)
+void agile__destinations_tick_slow(int dest, struct agile_state_slot *s,
+                                   int64_t now_ns)
 {
 	int64_t next_ns;
 
@@ -519,6 +540,6 @@ void agile__destinations_atfork_child(void)
 	/* The mapping is inherited; the child is a new live process of every
 	 * shared destination its parent had attached. */
 	for (int i = 0; i < AGILE_RULES_MAX; i++)
-		if (slots[i] != NULL && slot_shared[i])
-			agile_state_slot_attach_pid(slots[i], pid);
+		if (agile__dest_slots[i] != NULL && slot_shared[i])
+			agile_state_slot_attach_pid(agile__dest_slots[i], pid);
 }

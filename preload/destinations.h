@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "fleet.h"
 #include "rules.h"
 #include "state.h"
 
@@ -23,8 +24,14 @@ void agile__destinations_load(void);
  * nothing else matched. */
 int agile__destinations_match(const struct sockaddr *addr, socklen_t len);
 
+/* The parsed rules, indexed by destination (a destination is a rule). */
+extern const struct agile_rule *const agile__dest_rule;
+
 /* Rule `dest` as parsed (its resilience settings, its kind). */
-const struct agile_rule *agile__destinations_rule(int dest);
+static inline const struct agile_rule *agile__destinations_rule(int dest)
+{
+	return &agile__dest_rule[dest];
+}
 
 /* The listener rule (AGILE_LISTEN_) a listening socket's local address
  * matches, or -1; and whether any is configured at all. */
@@ -33,11 +40,27 @@ int agile__destinations_match_listen(const struct sockaddr *addr,
 bool agile__destinations_any_listen(void);
 
 /* enum agile_pace of rule `dest`. */
-int agile__destinations_pace(int dest);
+static inline int agile__destinations_pace(int dest)
+{
+	return (int)agile__dest_rule[dest].pace;
+}
+
+/* Each destination's slot once attached (published with a release store),
+ * and the attaching itself (under a lock, once per destination). */
+extern struct agile_state_slot *agile__dest_slots[AGILE_RULES_MAX];
+struct agile_state_slot *agile__destinations_attach(int dest);
 
 /* The slot holding destination `dest`'s limiter, attaching on first use.
- * Never NULL: when the state file cannot be used, a per-process slot. */
-struct agile_state_slot *agile__destinations_slot(int dest);
+ * Never NULL: when the state file cannot be used, a per-process slot.
+ * Every hook on a tracked socket asks, several times a request: after the
+ * first, one load. */
+static inline struct agile_state_slot *agile__destinations_slot(int dest)
+{
+	struct agile_state_slot *s = __atomic_load_n(&agile__dest_slots[dest],
+	                                             __ATOMIC_ACQUIRE);
+
+	return s != NULL ? s : agile__destinations_attach(dest);
+}
 
 /* Take the next grant of destination `dest`, whose slot is `s`: its
  * planned time (agile_rate_take).  A shared slot's limiter is checked first,
@@ -56,8 +79,25 @@ void agile__destinations_learn_hostent(const char *host,
 /* Run the control step of destination `dest`, whose slot is `s`, if it is
  * due, and append the tick to its history when this process won it.  Call
  * after every event. */
-void agile__destinations_tick(int dest, struct agile_state_slot *s,
-                              int64_t now_ns);
+void agile__destinations_tick_slow(int dest, struct agile_state_slot *s,
+                                   int64_t now_ns);
+
+/* Between steps (the step is not due, and not planned further ahead than
+ * the clock slack, which the slow path checks the limiter for), without a
+ * fleet: one load and two comparisons, inline, since every request calls
+ * this about three times. */
+static inline void agile__destinations_tick(int dest,
+                                            struct agile_state_slot *s,
+                                            int64_t now_ns)
+{
+	int64_t next_ns = __atomic_load_n(&s->limiter.loop.next_tick_ns,
+	                                  __ATOMIC_ACQUIRE);
+
+	if (now_ns < next_ns && next_ns - now_ns <= AGILE_CLOCK_SLACK_NS &&
+	    !__atomic_load_n(&agile__fleet_active, __ATOMIC_ACQUIRE))
+		return;
+	agile__destinations_tick_slow(dest, s, now_ns);
+}
 
 /* fork handlers (see process.c). */
 void agile__destinations_atfork_prepare(void);

@@ -126,7 +126,7 @@ struct fleet_dest {
 };
 
 static const struct agile_rules *rules;
-static int fleet_active;            /* any enabled rule has fleet settings */
+int agile__fleet_active;            /* any enabled rule has fleet settings */
 static int redis_configured;        /* AGILE_REDIS parsed */
 static struct agile_redis_addr redis_addr;
 static char redis_text[64];         /* where, for messages and agilestat */
@@ -251,7 +251,7 @@ void agile__fleet_load(const struct agile_rules *parsed,
 		agile_redis_addr_format(&redis_addr, redis_text,
 		                        sizeof(redis_text));
 	}
-	__atomic_store_n(&fleet_active, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&agile__fleet_active, 1, __ATOMIC_RELEASE);
 }
 
 /* The fleet file, mapped once per process; NULL when it cannot be. */
@@ -1027,16 +1027,15 @@ static void maybe_prefetch(struct fleet_dest *f, int64_t now,
 	}
 }
 
-int64_t agile__fleet_admit(int dest, int64_t now,
-                           void (*wait)(int64_t until_ns))
+int64_t agile__fleet_admit_slow(int dest, int64_t now,
+                                void (*wait)(int64_t until_ns))
 {
 	struct fleet_dest *f;
 	struct agile_fleet_record *rec;
 	int64_t redis_deadline, planned;
 	bool counted_starved = false;
 
-	if (!__atomic_load_n(&fleet_active, __ATOMIC_ACQUIRE) ||
-	    (f = fleet_dest(dest)) == NULL)
+	if ((f = fleet_dest(dest)) == NULL)
 		return now;
 	rec = f->rec;
 	/* All the waiting on Redis one call may do, whatever happens. */
@@ -1312,15 +1311,14 @@ static void flush(struct fleet_dest *f, uint64_t admitted,
 	memcpy(&s->limiter.loop.ctl, &ctl, sizeof(ctl));
 }
 
-bool agile__fleet_tick(struct agile_state_slot *s, int64_t now)
+bool agile__fleet_tick_slow(struct agile_state_slot *s, int64_t now)
 {
 	struct agile_rate_limiter *l = &s->limiter;
 	struct fleet_dest *f;
 	uint64_t unreachable, admits, mine;
 	int64_t next;
 
-	if (!__atomic_load_n(&fleet_active, __ATOMIC_ACQUIRE) || rules == NULL ||
-	    (f = adaptive_of(s)) == NULL)
+	if (rules == NULL || (f = adaptive_of(s)) == NULL)
 		return false;
 	next = agile__load_i64(&l->loop.next_tick_ns);
 	if (now < next)

@@ -45,8 +45,19 @@ void agile__fleet_load(const struct agile_rules *rules,
  * the destination's redis_timeout on Redis.  A destination without fleet
  * settings costs one load and a branch.
  */
-int64_t agile__fleet_admit(int dest, int64_t now_ns,
-                           void (*wait)(int64_t until_ns));
+int64_t agile__fleet_admit_slow(int dest, int64_t now_ns,
+                                void (*wait)(int64_t until_ns));
+
+/* 1 once any enabled rule has fleet settings (set at load). */
+extern int agile__fleet_active;
+
+static inline int64_t agile__fleet_admit(int dest, int64_t now_ns,
+                                         void (*wait)(int64_t until_ns))
+{
+	if (!__atomic_load_n(&agile__fleet_active, __ATOMIC_ACQUIRE))
+		return now_ns;
+	return agile__fleet_admit_slow(dest, now_ns, wait);
+}
 
 /*
  * The tick of a fleet=adaptive destination (call where the local tick
@@ -55,6 +66,14 @@ int64_t agile__fleet_admit(int dest, int64_t now_ns,
  * fleet controller into the slot for agilestat.  Returns false, having
  * done nothing, for every other destination.
  */
-bool agile__fleet_tick(struct agile_state_slot *s, int64_t now_ns);
+bool agile__fleet_tick_slow(struct agile_state_slot *s, int64_t now_ns);
+
+static inline bool agile__fleet_tick(struct agile_state_slot *s,
+                                     int64_t now_ns)
+{
+	if (!__atomic_load_n(&agile__fleet_active, __ATOMIC_ACQUIRE))
+		return false;
+	return agile__fleet_tick_slow(s, now_ns);
+}
 
 #endif /* AGILE_PRELOAD_FLEET_H */

@@ -69,12 +69,14 @@ static bool postgres_terminate(const char *p, size_t n)
 	return n == 5 && memcmp(p, "X\0\0\0\4", 5) == 0;
 }
 
+/* Out of line: callers ask agile__has_goodbye first, inline. */
+__attribute__((noinline))
 bool agile__goodbye(uint32_t proto, const struct iovec *iov, int count)
 {
 	char buf[GOODBYE_MAX];
 	size_t n;
 
-	if (proto != AGILE_PROTO_REDIS && proto != AGILE_PROTO_POSTGRES)
+	if (!agile__has_goodbye(proto))
 		return false;
 	n = gather(iov, count, buf);
 	if (n == 0)

@@ -17,4 +17,11 @@
  * goodbye.  Pure: reads only the bytes given. */
 bool agile__goodbye(uint32_t proto, const struct iovec *iov, int count);
 
+/* Whether proto has a goodbye at all: callers on every send ask this
+ * first, inline, so the other protocols pay a comparison. */
+static inline bool agile__has_goodbye(uint32_t proto)
+{
+	return proto == AGILE_PROTO_REDIS || proto == AGILE_PROTO_POSTGRES;
+}
+
 #endif /* AGILE_PRELOAD_GOODBYE_H */

@@ -233,8 +233,8 @@ static int hook_dup3(int oldfd, int newfd, int flags)
 /* fcntl's third argument is an int, a long or a pointer depending on the
  * command; passing it on as an unsigned long is what every libc wrapper of
  * fcntl does on the ABIs we build for. */
-static int hook_fcntl(int (*real)(int, int, ...), int fd, int cmd,
-                      unsigned long arg)
+static inline __attribute__((always_inline))
+int hook_fcntl(int (*real)(int, int, ...), int fd, int cmd, unsigned long arg)
 {
 	struct agile_fd *t;
 	int rc;

@@ -1797,6 +1797,7 @@ int agile_rules_parse(char *const *envp, struct agile_rules *out,
 	int errors = 0;
 
 	memset(out, 0, sizeof(*out));
+	out->generation = 1;
 	if (envp == NULL)
 		return 0;
 	for (;;) {
@@ -1996,6 +1997,61 @@ int agile_rules_match(const struct agile_rules *rules,
 	return best;
 }
 
+/* The cache key of an AF_INET or AF_INET6 address long enough to match
+ * (inet_key reads no shorter one); false for any other. */
+static bool cache_key(const struct sockaddr *addr, socklen_t len,
+                      uint64_t *head, uint64_t addr6[2])
+{
+	if (addr == NULL)
+		return false;
+	if (addr->sa_family == AF_INET &&
+	    len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)addr;
+
+		*head = (uint64_t)in->sin_port << 32 | in->sin_addr.s_addr;
+		addr6[0] = addr6[1] = 0;
+		return true;
+	}
+	if (addr->sa_family == AF_INET6 &&
+	    len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)addr;
+
+		*head = (uint64_t)1 << 48 | (uint64_t)in6->sin6_port << 32;
+		memcpy(addr6, &in6->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
+bool agile_match_cache_get(const struct agile_match_cache *cache,
+                           uint64_t generation, const struct sockaddr *addr,
+                           socklen_t len, int *dest)
+{
+	uint64_t head, addr6[2];
+
+	if (cache->generation == 0 || cache->generation != generation ||
+	    !cache_key(addr, len, &head, addr6) || cache->head != head ||
+	    cache->addr6[0] != addr6[0] || cache->addr6[1] != addr6[1])
+		return false;
+	*dest = cache->dest;
+	return true;
+}
+
+void agile_match_cache_put(struct agile_match_cache *cache,
+                           uint64_t generation, const struct sockaddr *addr,
+                           socklen_t len, int dest)
+{
+	uint64_t head, addr6[2];
+
+	if (!cache_key(addr, len, &head, addr6))
+		return;
+	cache->generation = generation;
+	cache->head = head;
+	cache->addr6[0] = addr6[0];
+	cache->addr6[1] = addr6[1];
+	cache->dest = dest;
+}
+
 int agile_rules_match_listen(const struct agile_rules *rules,
                              const struct sockaddr *addr, socklen_t len)
 {
@@ -2026,7 +2082,8 @@ int agile_rules_match_listen(const struct agile_rules *rules,
 /* Hostnames                                                                 */
 /* ------------------------------------------------------------------------ */
 
-static void learn_into(struct agile_rule *rule, const uint8_t addr[16])
+static void learn_into(struct agile_rules *rules, struct agile_rule *rule,
+                       const uint8_t addr[16])
 {
 	int count = rule->host_addr_count;
 	int slot;
@@ -2041,13 +2098,18 @@ static void learn_into(struct agile_rule *rule, const uint8_t addr[16])
 		/* Publish the slot only after it is written. */
 		__atomic_store_n(&rule->host_addr_count, count + 1,
 		                 __ATOMIC_RELEASE);
-		return;
+	} else {
+		/* Full: replace the oldest, so a name whose addresses rotate
+		 * (DNS round robin behind a load balancer) keeps matching. */
+		slot = rule->host_addr_next % AGILE_RULE_HOST_ADDRS;
+		memcpy(rule->host_addrs[slot].addr, addr, 16);
+		rule->host_addr_next = (slot + 1) % AGILE_RULE_HOST_ADDRS;
 	}
-	/* Full: replace the oldest, so a name whose addresses rotate (DNS
-	 * round robin behind a load balancer) keeps matching. */
-	slot = rule->host_addr_next % AGILE_RULE_HOST_ADDRS;
-	memcpy(rule->host_addrs[slot].addr, addr, 16);
-	rule->host_addr_next = (slot + 1) % AGILE_RULE_HOST_ADDRS;
+	/* What this address matches has changed (and what the one it
+	 * replaced matches): remembered matches go stale.  Bumped after the
+	 * address is published, so a matcher that reads the new generation
+	 * (acquire) before matching also sees the address. */
+	__atomic_add_fetch(&rules->generation, 1, __ATOMIC_RELEASE);
 }
 
 void agile_rules_learn(struct agile_rules *rules, const char *host,
@@ -2064,7 +2126,7 @@ void agile_rules_learn(struct agile_rules *rules, const char *host,
 		struct agile_rule *rule = &rules->rule[i];
 		if (rule->kind == AGILE_DEST_HOST &&
 		    strcmp(rule->host, want) == 0)
-			learn_into(rule, key);
+			learn_into(rules, rule, key);
 	}
 }
 

@@ -90,6 +90,23 @@ struct agile_rule {
 struct agile_rules {
 	struct agile_rule rule[AGILE_RULES_MAX];
 	int count;
+	/* Bumped (release) each time learning changes what an address
+	 * matches; 1 after parsing. */
+	uint64_t generation;
+};
+
+/*
+ * One remembered match: the last address a caller (a thread) matched and
+ * the answer, valid while the rules' generation is the one it was matched
+ * under.  The key is what matching reads: the family, the port and the
+ * address; not an IPv6 address's flow label or scope, nor sockaddr_in's
+ * padding.  Pointer-free; zeroed means empty.
+ */
+struct agile_match_cache {
+	uint64_t generation; /* 0: empty */
+	uint64_t head;       /* family, port and an IPv4 address */
+	uint64_t addr6[2];   /* an IPv6 address */
+	int dest;
 };
 
 /*
@@ -129,6 +146,26 @@ int agile_parse_duration(const char *text, int64_t *out_ns);
  * same address.  Reads only; safe to call concurrently with other matches. */
 int agile_rules_match(const struct agile_rules *rules,
                       const struct sockaddr *addr, socklen_t len);
+
+/* The rules' generation, for agile_match_cache_get/put: read it before
+ * matching, so that learning meanwhile leaves the entry stale. */
+static inline uint64_t agile_rules_generation(const struct agile_rules *rules)
+{
+	return __atomic_load_n(&rules->generation, __ATOMIC_ACQUIRE);
+}
+
+/* Whether `cache` holds the answer for `addr` under `generation`: then
+ * *dest is agile_rules_match's answer (of that generation).  Only AF_INET
+ * and AF_INET6 addresses long enough to match are ever held. */
+bool agile_match_cache_get(const struct agile_match_cache *cache,
+                           uint64_t generation, const struct sockaddr *addr,
+                           socklen_t len, int *dest);
+
+/* Remember that `addr` matched `dest` under `generation` (nothing for an
+ * address agile_match_cache_get would not hold). */
+void agile_match_cache_put(struct agile_match_cache *cache,
+                           uint64_t generation, const struct sockaddr *addr,
+                           socklen_t len, int dest);
 
 /* The index of the enabled listener rule (AGILE_LISTEN_) whose address
  * contains `addr`, a listening socket's local address, or -1. */

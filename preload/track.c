@@ -529,8 +529,7 @@ int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len)
 	return refused < 0 ? refused : t != NULL;
 }
 
-static void tls_answer_held(struct agile_fd *t, struct agile_state_slot *s,
-                            int64_t now);
+static inline void tls_answer_held(struct agile_fd *t, int64_t now);
 
 static size_t iov_total(const struct iovec *iov, int count)
 {
@@ -543,12 +542,12 @@ static size_t iov_total(const struct iovec *iov, int count)
 
 /* Is this send proto=redis's QUIT or proto=postgres's Terminate, which
  * ends the session and is no request (goodbye.c)? */
-static bool is_goodbye(const struct agile_fd *t, const struct iovec *iov,
-                       int count)
+static inline bool is_goodbye(const struct agile_fd *t,
+                              const struct iovec *iov, int count)
 {
-	const struct agile_rule *rule = agile__destinations_rule(t->dest);
+	uint32_t proto = agile__destinations_rule(t->dest)->resilience.proto;
 
-	return agile__goodbye(rule->resilience.proto, iov, count);
+	return agile__has_goodbye(proto) && agile__goodbye(proto, iov, count);
 }
 
 /* Would sending these bytes start a request (or the handshake), and so
@@ -628,7 +627,7 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	now = agile__now_ns();
 	/* The client speaks again: a round trip the ticket rule held open
 	 * ends where it was first answered. */
-	tls_answer_held(t, s, now);
+	tls_answer_held(t, now);
 	if ((load8(&t->flags) & AGILE_FD_TUNNEL) &&
 	    request != AGILE_REQ_IN_FLIGHT)
 		request = tunnel_opened(t, iov, count, request);
@@ -838,27 +837,37 @@ static void answered(struct agile_fd *t, struct agile_state_slot *s,
 
 /* End the round trip the ticket rule holds, if any, at tls_end_ns.  With
  * none held and no request in flight, the rule did not take hold (the
- * first request was answered some other way): it is dropped. */
-static void tls_answer_held(struct agile_fd *t, struct agile_state_slot *s,
-                            int64_t now)
+ * first request was answered some other way): it is dropped.  `now` is 0
+ * when the caller has not read the clock: it is read only if a round trip
+ * is held (a plain connection's end of file and close read none). */
+static __attribute__((noinline)) void tls_answer_now(struct agile_fd *t,
+                                                     int64_t now)
 {
-	int64_t start;
+	int64_t start = __atomic_exchange_n(&t->tls_start_ns, 0,
+	                                    __ATOMIC_ACQ_REL);
 
-	if (__atomic_load_n(&t->tls_start_ns, __ATOMIC_RELAXED) == 0) {
-		if ((agile__tls_flags(&t->tls) & AGILE_TLS_TICKET_RULE) &&
-		    load8(&t->request) != AGILE_REQ_IN_FLIGHT)
-			__atomic_fetch_and(&t->tls.flags,
-			                   (uint16_t)~AGILE_TLS_TICKET_RULE,
-			                   __ATOMIC_RELAXED);
-		return;
-	}
-	start = __atomic_exchange_n(&t->tls_start_ns, 0, __ATOMIC_ACQ_REL);
 	if (start == 0)
 		return;
 	__atomic_fetch_and(&t->tls.flags, (uint16_t)~AGILE_TLS_TICKET_RULE,
 	                   __ATOMIC_RELAXED);
-	answered(t, s, __atomic_load_n(&t->tls_end_ns, __ATOMIC_RELAXED) -
-	         start, now, NULL, 0);
+	answered(t, slot_of(t),
+	         __atomic_load_n(&t->tls_end_ns, __ATOMIC_RELAXED) - start,
+	         now != 0 ? now : agile__now_ns(), NULL, 0);
+}
+
+/* Called wherever a held round trip may end (every send, end of file,
+ * close): a connection without one pays a load or two, inline. */
+static inline void tls_answer_held(struct agile_fd *t, int64_t now)
+{
+	if (__atomic_load_n(&t->tls_start_ns, __ATOMIC_RELAXED) != 0) {
+		tls_answer_now(t, now);
+		return;
+	}
+	if ((agile__tls_flags(&t->tls) & AGILE_TLS_TICKET_RULE) &&
+	    load8(&t->request) != AGILE_REQ_IN_FLIGHT)
+		__atomic_fetch_and(&t->tls.flags,
+		                   (uint16_t)~AGILE_TLS_TICKET_RULE,
+		                   __ATOMIC_RELAXED);
 }
 
 /* Server records arrived on a TLS connection (tls.h): the handshake's
@@ -913,7 +922,7 @@ static void tls_received(struct agile_fd *t, unsigned bits)
 	           __atomic_load_n(&t->tls_start_ns, __ATOMIC_RELAXED) != 0) {
 		/* The ticket rule: a record not as long as the tickets. */
 		__atomic_store_n(&t->tls_end_ns, now, __ATOMIC_RELAXED);
-		tls_answer_held(t, s, now);
+		tls_answer_held(t, now);
 	}
 	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
@@ -968,7 +977,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	if (result <= 0)
 		/* End of file or reset: a round trip the ticket rule held
 		 * open was answered. */
-		tls_answer_held(t, s, agile__now_ns());
+		tls_answer_held(t, 0);
 	if (result < 0 && is_unreachable(error) &&
 	    load8(&t->phase) == AGILE_FD_CONNECTING) {
 		connect_failed(t, s, error, false);
@@ -1075,7 +1084,7 @@ void agile__track_shutdown(struct agile_fd *t, int how)
 		return;
 	}
 	agile__enter();
-	tls_answer_held(t, slot_of(t), agile__now_ns());
+	tls_answer_held(t, 0);
 	if (how == SHUT_RD || how == SHUT_RDWR)
 		truncate_request(t);
 	agile__leave();
@@ -1093,7 +1102,7 @@ void agile__track_close(int fd, struct agile_fd *t)
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
 		agile__inbound_close(t); /* a listener's connection */
 	} else {
-		tls_answer_held(t, slot_of(t), agile__now_ns());
+		tls_answer_held(t, 0);
 		truncate_request(t);
 	}
 	agile__resilience_close(t); /* its permit, its breaker call */

@@ -705,6 +705,20 @@ void agile_conc_stats(const struct agile_conc_limiter *l,
 int agile_bucket_validate(const struct agile_bucket *b,
                           const struct agile_resolved *r, int64_t now_ns,
                           struct agile_problem *why);
+/* The same check in two halves, for a caller that checks a bucket before
+ * every grant: the spacings configuration `r` allows, worked out once (two
+ * divisions and a rounding), then the bucket against them (loads and
+ * comparisons).  agile_bucket_validate is the two in a row. */
+struct agile_bucket_bounds {
+	double max_rate;
+	int64_t min_interval_ns; /* max_rate's spacing: the bucket's exactly */
+	int64_t max_interval_ns; /* probe_rate's: the longest it may hold */
+};
+void agile_bucket_bounds(const struct agile_resolved *r,
+                         struct agile_bucket_bounds *out);
+int agile_bucket_check(const struct agile_bucket *b,
+                       const struct agile_bucket_bounds *bounds,
+                       int64_t now_ns, struct agile_problem *why);
 /* Every double finite and in its range (rate at least 1, latencies in
  * [0, 2^63] ns, tail_ratio in [0, 1], the rest not negative), flags 0 or 1,
  * counts of ticks not negative, last_action an action, padding 0, and the

@@ -85,37 +85,48 @@ static int count(struct agile_problem *why, const char *field, int32_t v)
 /* Any finite double up to this is accepted where no tighter bound holds. */
 #define FINITE_MAX 0x1.fffffffffffffp1023
 
-int agile_bucket_validate(const struct agile_bucket *b,
-                          const struct agile_resolved *r, int64_t now_ns,
-                          struct agile_problem *why)
+void agile_bucket_bounds(const struct agile_resolved *r,
+                         struct agile_bucket_bounds *out)
+{
+	out->max_rate = r->max_rate;
+	out->min_interval_ns = 0;
+	out->max_interval_ns = 0;
+	if (!(r->max_rate > 0) || !isfinite(r->max_rate))
+		return; /* agile_bucket_check rejects it by max_rate */
+	out->min_interval_ns = agile__bucket_min_interval(r->max_rate);
+	/* The controller never runs below probe_rate, so no spacing it asks
+	 * for is longer than probe_rate's. */
+	out->max_interval_ns = agile__bucket_interval(
+		r->probe_rate > 0 ? r->probe_rate : 0, out->min_interval_ns);
+}
+
+int agile_bucket_check(const struct agile_bucket *b,
+                       const struct agile_bucket_bounds *bounds,
+                       int64_t now_ns, struct agile_problem *why)
 {
 	int64_t min_interval_ns = agile__load_i64(&b->min_interval_ns);
 	int64_t interval_ns = agile__load_i64(&b->interval_ns);
 	int64_t last_ns = agile__load_i64(&b->last_ns);
-	int64_t ceiling_ns, slowest_ns;
+	int64_t ceiling_ns = bounds->min_interval_ns;
+	int64_t slowest_ns = bounds->max_interval_ns;
 	char max[AGILE__NUMBER_TEXT];
 
 	/* The ceiling is written out only for a message: this check runs
 	 * before every grant the preload makes, and formatting a double
 	 * costs some 2,500 instructions. */
-	if (!(r->max_rate > 0) || !isfinite(r->max_rate)) {
-		agile__format_number(max, r->max_rate);
+	if (!(bounds->max_rate > 0) || !isfinite(bounds->max_rate)) {
+		agile__format_number(max, bounds->max_rate);
 		return reject(why, "max_rate", "max_rate (%s) must be "
 		              "above 0: without it there is no ceiling to "
 		              "check the bucket against.", max);
 	}
-	ceiling_ns = agile__bucket_min_interval(r->max_rate);
 	if (min_interval_ns != ceiling_ns) {
-		agile__format_number(max, r->max_rate);
+		agile__format_number(max, bounds->max_rate);
 		return reject(why, "bucket.min_interval_ns",
 		              "bucket.min_interval_ns (%" PRId64 ") must be %"
 		              PRId64 " ns, the spacing of max_rate %s.",
 		              min_interval_ns, ceiling_ns, max);
 	}
-	/* The controller never runs below probe_rate, so no spacing it asks
-	 * for is longer than probe_rate's. */
-	slowest_ns = agile__bucket_interval(
-		r->probe_rate > 0 ? r->probe_rate : 0, ceiling_ns);
 	if (interval_ns < ceiling_ns || interval_ns > slowest_ns)
 		return reject(why, "bucket.interval_ns",
 		              "bucket.interval_ns (%" PRId64 ") must be within "
@@ -134,6 +145,16 @@ int agile_bucket_validate(const struct agile_bucket *b,
 		              last_ns, AGILE_BUCKET_MAX_AHEAD_NS / AGILE_NS_PER_S,
 		              now_ns);
 	return 0;
+}
+
+int agile_bucket_validate(const struct agile_bucket *b,
+                          const struct agile_resolved *r, int64_t now_ns,
+                          struct agile_problem *why)
+{
+	struct agile_bucket_bounds bounds;
+
+	agile_bucket_bounds(r, &bounds);
+	return agile_bucket_check(b, &bounds, now_ns, why);
 }
 
 /* The delivered-rate rules' state, which stays 0 while they are off. */

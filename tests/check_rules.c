@@ -1381,6 +1381,116 @@ START_TEST(learn_then_match)
 }
 END_TEST
 
+/* A remembered match (agile_match_cache): kept for the same family, port
+ * and address whatever else the sockaddr holds, never confused between
+ * addresses, ports or families, and stale once a hostname rule learns an
+ * address: the cached miss of 10.0.0.7 must not outlive the lookup that
+ * makes it the API's. */
+START_TEST(match_cache_keys_and_goes_stale)
+{
+	char *env[] = { "AGILE_DEST_API=api.example.com:443 max=5",
+	                "AGILE_DEST_ANY=*:80 max=6", NULL };
+	struct agile_match_cache cache;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+	struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+	uint64_t generation;
+	socklen_t len;
+	int dest = 99;
+
+	ck_assert_int_eq(parse_env(env), 0);
+	memset(&cache, 0, sizeof(cache));
+	generation = agile_rules_generation(&rules);
+	ck_assert_uint_ne(generation, 0);
+	/* Empty: nothing held, not even the all-zero address. */
+	len = inet4("0.0.0.0", 0);
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len, &dest));
+
+	len = inet4("10.0.0.7", 443);
+	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
+	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
+	                                        len));
+	ck_assert(agile_match_cache_get(&cache, generation,
+	                                (struct sockaddr *)&ss, len, &dest));
+	ck_assert_int_eq(dest, -1);
+	/* sin_zero is not part of the key; a short length never matches. */
+	memset(in->sin_zero, 0xa5, sizeof(in->sin_zero));
+	ck_assert(agile_match_cache_get(&cache, generation,
+	                                (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len - 9,
+	                                 &dest));
+	/* Another address, another port, the same bits as IPv6. */
+	len = inet4("10.0.0.8", 443);
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len, &dest));
+	len = inet4("10.0.0.7", 80);
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len, &dest));
+	len = inet6("::ffff:10.0.0.7", 443);
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len, &dest));
+	len = inet6("::a00:7", 443);
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len, &dest));
+
+	/* IPv6: the flow label and scope are not part of the key. */
+	len = inet6("2001:db8::7", 80);
+	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
+	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
+	                                        len));
+	in6->sin6_flowinfo = htonl(0x12345);
+	in6->sin6_scope_id = 3;
+	ck_assert(agile_match_cache_get(&cache, generation,
+	                                (struct sockaddr *)&ss, len, &dest));
+	ck_assert_int_eq(dest, rule_named("any"));
+	len = inet6("2001:db8::8", 80);
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len, &dest));
+	/* An AF_UNIX address is never held. */
+	len = unix_path("/x", true);
+	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len, 0);
+	ck_assert(!agile_match_cache_get(&cache, generation,
+	                                 (struct sockaddr *)&ss, len, &dest));
+
+	/* The miss of 10.0.0.7:443, then the program resolves the API's
+	 * name to it: the entry is stale, and matching again finds the API. */
+	len = inet4("10.0.0.7", 443);
+	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
+	                      -1);
+	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	ck_assert_uint_gt(agile_rules_generation(&rules), generation);
+	ck_assert(!agile_match_cache_get(&cache, agile_rules_generation(&rules),
+	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	                 rule_named("api"));
+	/* Learning what is known already changes nothing, and keeps it. */
+	generation = agile_rules_generation(&rules);
+	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	ck_assert_uint_eq(agile_rules_generation(&rules), generation);
+	/* A full list that rotates (the oldest address replaced) does not. */
+	for (int i = 0; i < AGILE_RULE_HOST_ADDRS; i++) {
+		char text[32];
+
+		snprintf(text, sizeof(text), "192.0.2.%d", i + 1);
+		len = inet4(text, 443);
+		agile_rules_learn(&rules, "api.example.com",
+		                  (struct sockaddr *)&ss, len);
+	}
+	generation = agile_rules_generation(&rules);
+	len = inet4("10.0.0.7", 443);
+	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
+	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
+	                                        len));
+	ck_assert(agile_match_cache_get(&cache, generation,
+	                                (struct sockaddr *)&ss, len, &dest));
+	ck_assert_int_eq(dest, -1); /* 10.0.0.7 was the oldest: replaced */
+	len = inet4("198.51.100.1", 443);
+	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	ck_assert_uint_gt(agile_rules_generation(&rules), generation);
+}
+END_TEST
+
 START_TEST(learn_ignores_others_and_duplicates)
 {
 	char *env[] = { "AGILE_DEST_API=api.example.com:443 max=5", NULL };
@@ -1896,6 +2006,7 @@ static Suite *rules_suite(void)
 
 	tcase_add_test(hosts, learn_then_match);
 	tcase_add_test(hosts, learn_ignores_others_and_duplicates);
+	tcase_add_test(hosts, match_cache_keys_and_goes_stale);
 	tcase_add_test(hosts, learn_replaces_oldest_when_full);
 	tcase_add_test(hosts, resolve_hosts_learns_and_flags_failures);
 	tcase_add_test(hosts, resolve_hosts_with_getaddrinfo);

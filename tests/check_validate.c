@@ -18,6 +18,7 @@
 
 #include "agile.h"
 #include "check_suites.h"
+#include "internal.h"
 
 #define MS AGILE_NS_PER_MS
 #define SEC AGILE_NS_PER_S
@@ -468,6 +469,89 @@ START_TEST(validate_controller_alone_and_null_why)
 }
 END_TEST
 
+/* The split check is the whole one: the same verdict, field and message
+ * for the bounds worked out once as for agile_bucket_validate, on every
+ * boundary of every field and on random buckets, for three configurations
+ * (a sub-1/s ceiling among them). */
+START_TEST(validate_bucket_check_is_validate)
+{
+	const struct agile_config configs[] = {
+		{ .max_rate = 100 },
+		{ .max_rate = 3, .probe_rate = 0.5 },
+		{ .max_rate = 0.1, .floor_rate = 0.05, .probe_rate = 0.01 },
+	};
+	uint64_t x = 0x2545f4914f6cdd1du;
+
+	for (size_t c = 0; c < sizeof(configs) / sizeof(configs[0]); c++) {
+		struct agile_resolved r = resolved_of(&configs[c]);
+		struct agile_bucket_bounds bounds;
+		const int64_t now = 50 * SEC;
+
+		agile_bucket_bounds(&r, &bounds);
+		ck_assert_int_eq(bounds.min_interval_ns,
+		                 agile__bucket_min_interval(r.max_rate));
+		for (int round = 0; round < 400; round++) {
+			struct agile_bucket b;
+			struct agile_problem one, two;
+			int64_t edges[] = {
+				bounds.min_interval_ns, bounds.max_interval_ns,
+				AGILE__NEVER_NS,
+				now + AGILE_BUCKET_MAX_AHEAD_NS,
+			};
+			int rc_one, rc_two;
+
+			ck_assert_int_eq(agile_bucket_init(&b, r.max_rate,
+			                                   r.max_rate), 0);
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			/* Each field at an edge, one off it, or random. */
+			for (int f = 0; f < 3; f++) {
+				int64_t *field = f == 0 ? &b.min_interval_ns
+				                 : f == 1 ? &b.interval_ns
+				                          : &b.last_ns;
+				int64_t edge = edges[f == 2 ? 2 + (x >> 9 & 1)
+				                            : (x >> 9 & 1)];
+
+				switch ((x >> (12 + 3 * f)) & 7) {
+				case 0: *field = edge - 1; break;
+				case 1: *field = edge + 1; break;
+				case 2: *field = edge; break;
+				case 3: *field = (int64_t)(x * (uint64_t)(f + 3)); break;
+				default: break; /* as initialised */
+				}
+			}
+			memset(&one, 0, sizeof(one));
+			memset(&two, 0, sizeof(two));
+			rc_one = agile_bucket_validate(&b, &r, now, &one);
+			rc_two = agile_bucket_check(&b, &bounds, now, &two);
+			ck_assert_int_eq(rc_one, rc_two);
+			ck_assert_str_eq(one.field, two.field);
+			ck_assert_str_eq(one.message, two.message);
+		}
+	}
+}
+END_TEST
+
+START_TEST(validate_bucket_bounds_without_ceiling)
+{
+	struct agile_config c = { .max_rate = 100 };
+	struct agile_resolved r = resolved_of(&c);
+	struct agile_bucket_bounds bounds;
+	struct agile_problem why;
+	struct agile_bucket b;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 100), 0);
+	r.max_rate = NAN;
+	agile_bucket_bounds(&r, &bounds);
+	ck_assert_int_eq(agile_bucket_check(&b, &bounds, 0, &why), -EINVAL);
+	ck_assert_str_eq(why.field, "max_rate");
+	r.max_rate = -1;
+	agile_bucket_bounds(&r, &bounds);
+	ck_assert_int_eq(agile_bucket_check(&b, &bounds, 0, NULL), -EINVAL);
+}
+END_TEST
+
 Suite *validate_suite(void)
 {
 	Suite *s = suite_create("validate");
@@ -488,6 +572,8 @@ Suite *validate_suite(void)
 	tcase_add_test(check, validate_names_each_controller_field);
 	tcase_add_test(check, validate_delivered_rules_on);
 	tcase_add_test(check, validate_controller_alone_and_null_why);
+	tcase_add_test(check, validate_bucket_check_is_validate);
+	tcase_add_test(check, validate_bucket_bounds_without_ceiling);
 	suite_add_tcase(s, check);
 	return s;
 }
