@@ -102,6 +102,7 @@ OP int64_t op_take_clock(void);
 OP void op_try_release(void);
 OP bool op_tick_check(int64_t now);
 OP int op_validate(int64_t now);
+OP int op_bucket_check(int64_t now);
 OP void op_tick(int64_t now);
 
 OP int64_t op_clock(void)
@@ -139,10 +140,18 @@ OP bool op_tick_check(int64_t now)
 /* The configuration the preload checks a slot's limiter against: its own
  * copy, as preload/destinations.c keeps one, not the limiter's. */
 static struct agile_resolved expected;
+/* And the bucket's bounds, worked out from it once per destination. */
+static struct agile_bucket_bounds expected_bounds;
 
 OP int op_validate(int64_t now)
 {
 	return agile_rate_validate(&rate, &expected, now, NULL);
+}
+
+/* The check before each grant: the bucket against its bounds. */
+OP int op_bucket_check(int64_t now)
+{
+	return agile_bucket_check(&rate.bucket, &expected_bounds, now, NULL);
 }
 
 OP void op_tick(int64_t now)
@@ -189,6 +198,7 @@ static void init_limiters(void)
 		exit(1);
 	}
 	expected = rate.loop.config;
+	agile_bucket_bounds(&expected, &expected_bounds);
 }
 
 /* --- timing --------------------------------------------------------------- */
@@ -201,6 +211,7 @@ enum op_id {
 	OP_TRY_RELEASE,
 	OP_TICK_CHECK,
 	OP_VALIDATE,
+	OP_BUCKET_CHECK,
 	OP_TICK,
 	OP_COUNT
 };
@@ -220,8 +231,10 @@ static const struct op_desc ops[OP_COUNT] = {
 	[OP_TRY_RELEASE] = {"try_release",
 	                    "try-take + release (concurrency)", 200000, 0},
 	[OP_TICK_CHECK] = {"tick_check", "tick_if_due, not due", 200000, 0},
-	[OP_VALIDATE] = {"validate", "validate (the preload's check before "
-	                 "each grant)", 200000, 0},
+	[OP_VALIDATE] = {"validate", "validate: the preload's whole-limiter "
+	                 "check, once a step is due", 200000, 0},
+	[OP_BUCKET_CHECK] = {"bucket_check", "bucket check: the preload's "
+	                     "check before each grant", 200000, 0},
 	[OP_TICK] = {"tick", "tick: drain + control step", 2000, 0},
 };
 
@@ -266,6 +279,11 @@ static double run_op(enum op_id op, uint64_t calls, uint64_t stream)
 		for (uint64_t i = 0; i < calls; i++)
 			if (op_validate(virtual_now) != 0)
 				abort(); /* a healthy limiter passes */
+		break;
+	case OP_BUCKET_CHECK:
+		for (uint64_t i = 0; i < calls; i++)
+			if (op_bucket_check(virtual_now) != 0)
+				abort();
 		break;
 	case OP_TICK: {
 		/* stream 0 records its own samples; the contended run's
