@@ -324,7 +324,10 @@ bool agile__http_interim(const void *data, size_t len)
 	const char *p = data;
 	size_t i = 0;
 
-	if (p == NULL || len == 0)
+	/* Every response read on a plain connection asks: its status's first
+	 * digit (a status line is "HTTP/1.x NNN") turns away all but 1xx
+	 * before the line is parsed. */
+	if (p == NULL || len < 12 || p[9] != '1')
 		return false;
 	while (i < len) {
 		int status = agile__http_status(p + i, len - i);
