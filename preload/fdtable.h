@@ -103,9 +103,10 @@ enum agile_fd_request {
                                        the socket with ECONNABORTED (or the
                                        error itself) and only the one after
                                        tries again (track.c) */
-#define AGILE_FD_TUNNEL 0x80 /* the last request was an HTTP proxy's
-                                CONNECT: a ClientHello sent next starts a
-                                TLS connection inside the tunnel
+#define AGILE_FD_TUNNEL 0x80 /* a proxy's handshake (HTTP CONNECT,
+                                SOCKS) is under way: its answers are no
+                                samples, and a ClientHello sent next
+                                starts a TLS connection inside the tunnel
                                 (track.c) */
 
 struct agile_fd {

@@ -567,43 +567,89 @@ static bool may_start_request(const struct agile_fd *t,
 }
 
 /*
- * The client sends again on a connection whose request was an HTTP
- * proxy's CONNECT (AGILE_FD_TUNNEL), with the answer read.  When these
- * bytes are a ClientHello the proxy opened a tunnel, and a TLS connection
- * to the destination behind it starts here.  Taken as ordinary requests,
- * the CONNECT and then each flight of that handshake took a grant of its
- * own and gave a sample of the proxy's or the handshake's round trip, and
- * TLS's close_notify, unrecognised, was a truncated request: curl through
- * a proxy, a connection per request, reached the server at 2.5/s at
- * floor=max=10, with three sub-millisecond samples and one truncation a
- * request.  The CONNECT is setting up, like the TCP handshake: it took the
- * connection's grant and gave no sample (agile__track_after_recv), and the
- * tunnel is a connection whose grant was waited for, with the TLS walker
- * started over, so that the ClientHello is followed and the first request
- * rides on that grant.  Told by the ClientHello rather than by the
- * proxy's status line, which curl reads a byte at a time: a client sends
- * one only into an open tunnel.  Anything else (a CONNECT again after a
- * 407, a tunnel that is not TLS) is an ordinary request.  Returns the
- * request state the send goes on with.
+ * Tunnels through a proxy.  A program whose traffic goes through a proxy
+ * connects to the proxy, asks it for a tunnel to the destination and then
+ * speaks to the destination through it, usually TLS.  Taken as ordinary
+ * requests, the proxy's handshake and then each flight of the tunnelled TLS
+ * handshake took a grant of its own and gave a sample of the proxy's or
+ * the handshake's round trip, and TLS's close_notify, unrecognised, was a
+ * truncated request: curl through an HTTP proxy, a connection per request,
+ * reached the server at 2.5/s at floor=max=10, with three sub-millisecond
+ * samples and one truncation a request (through a SOCKS 5 proxy, 2.0/s and
+ * four samples).  The proxy's handshake is setting up, like the TCP
+ * handshake: its first message takes the connection's grant, the rest
+ * ride on it, and none of its answers is a sample (AGILE_FD_TUNNEL; see
+ * agile__track_after_recv).  A ClientHello sent after it starts the tunnel:
+ * the TLS walker starts over, so that the handshake is followed and the
+ * first request rides on the connection's grant, as on a direct
+ * connection.  The tunnel is told by that ClientHello rather than by the
+ * proxy's answer, which curl reads a byte at a time: a client sends one
+ * only into an open tunnel.  Whatever else the client sends first after
+ * the handshake (a plain protocol through the tunnel, a CONNECT again after
+ * a 407) rides on the connection's grant too, and the requests after it
+ * are ordinary ones.
  */
-static uint8_t tunnel_opened(struct agile_fd *t, const struct iovec *iov,
-                             int count, uint8_t request)
+
+/* Does a request open a tunnel: an HTTP CONNECT, or, as the connection's
+ * first bytes, a SOCKS 5 greeting (version, count, that many methods) or a
+ * SOCKS 4 request (version, command, port, address, user id, NUL)?  The
+ * binary forms are short, so they count only first, where a protocol that
+ * happened to match would lose one sample. */
+static bool opens_tunnel(const uint8_t *p, size_t n, bool first)
+{
+	if (n >= 8 && memcmp(p, "CONNECT ", 8) == 0)
+		return true;
+	if (!first || n < 3)
+		return false;
+	if (p[0] == 5)
+		return p[1] >= 1 && n == 2 + (size_t)p[1];
+	return p[0] == 4 && (p[1] == 1 || p[1] == 2) && n >= 9 &&
+	       p[n - 1] == 0;
+}
+
+/* Is iov[0] the rest of a SOCKS 5 handshake: a username and password
+ * (RFC 1929: version 1, length and name, length and password) or the
+ * request (version 5, command, 0, address type and address, port)? */
+static bool socks_setup(const struct iovec *iov, int count)
+{
+	const uint8_t *p = count > 0 && iov != NULL ? iov[0].iov_base : NULL;
+	size_t n = p != NULL ? iov[0].iov_len : 0;
+
+	if (n >= 3 && p[0] == 1 && (size_t)p[1] + 3 <= n)
+		return n == (size_t)p[1] + 3 + p[2 + p[1]];
+	if (n < 7 || p[0] != 5 || p[1] < 1 || p[1] > 3 || p[2] != 0)
+		return false;
+	return (p[3] == 1 && n == 10) || (p[3] == 4 && n == 22) ||
+	       (p[3] == 3 && n == 7 + (size_t)p[4]);
+}
+
+/* The client sends again on a connection setting up a tunnel, the last
+ * answer read: the request state this send goes on with.  The rest of the
+ * proxy's handshake and the first message through the tunnel ride on the
+ * connection's grant; a ClientHello also restarts the TLS walker. */
+static uint8_t tunnel_send(struct agile_fd *t, const struct iovec *iov,
+                           int count, uint8_t request)
 {
 	struct agile_tls fresh;
 	uint8_t expected = request;
+	bool hello = false;
 
-	__atomic_fetch_and(&t->flags, (uint8_t)~AGILE_FD_TUNNEL,
-	                   __ATOMIC_ACQ_REL);
-	agile__tls_reset(&fresh);
-	if (agile__tls_classify(&fresh, iov, count, iov_total(iov, count)) !=
-	    AGILE_TLS_SEND_HELLO)
-		return request;
+	if (!socks_setup(iov, count)) {
+		__atomic_fetch_and(&t->flags, (uint8_t)~AGILE_FD_TUNNEL,
+		                   __ATOMIC_ACQ_REL);
+		agile__tls_reset(&fresh);
+		hello = agile__tls_classify(&fresh, iov, count,
+		                            iov_total(iov, count)) ==
+		        AGILE_TLS_SEND_HELLO;
+	}
 	if (!__atomic_compare_exchange_n(&t->request, &expected,
 	                                 AGILE_REQ_GRANTED, false,
 	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return expected;
-	agile__tls_reset(&t->tls);
-	return AGILE_REQ_GRANTED; /* grant_ns is 0: the CONNECT waited */
+	if (hello)
+		agile__tls_reset(&t->tls);
+	/* grant_ns is 0: the handshake's first message waited for it. */
+	return AGILE_REQ_GRANTED;
 }
 
 int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
@@ -630,7 +676,7 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	tls_answer_held(t, now);
 	if ((load8(&t->flags) & AGILE_FD_TUNNEL) &&
 	    request != AGILE_REQ_IN_FLIGHT)
-		request = tunnel_opened(t, iov, count, request);
+		request = tunnel_send(t, iov, count, request);
 	if (!may_start_request(t, iov, count))
 		request = AGILE_REQ_IN_FLIGHT; /* nothing to wait for */
 	switch (request) {
@@ -677,7 +723,7 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 {
 	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
 	size_t data_len = iov != NULL && count > 0 ? iov[0].iov_len : 0;
-	bool plain = true;
+	bool plain = true, first;
 	uint8_t request;
 
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
@@ -698,6 +744,8 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 	if (result == 0)
 		return;
 	store8(&t->phase, AGILE_FD_CONNECTED);
+	/* The walker has not seen a byte of the connection yet. */
+	first = agile__tls_stage(&t->tls) == AGILE_TLS_UNKNOWN;
 	if (agile__tls_stage(&t->tls) != AGILE_TLS_OFF) {
 		enum agile_tls_send sent = agile__tls_sent(&t->tls, iov, count,
 		                                           (size_t)result);
@@ -716,10 +764,10 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 		 * records nothing. */
 		if (plain && is_goodbye(t, iov, count))
 			return;
-		/* A proxy's CONNECT: its 2xx answer opens a tunnel
-		 * (tunnel_opened). */
-		if (plain && data_len >= 8 && (size_t)result >= 8 &&
-		    memcmp(data, "CONNECT ", 8) == 0)
+		/* A proxy's handshake starts (opens_tunnel). */
+		if (plain && opens_tunnel(data, data_len < (size_t)result
+		                                ? data_len : (size_t)result,
+		                          first))
 			__atomic_fetch_or(&t->flags, AGILE_FD_TUNNEL,
 			                  __ATOMIC_ACQ_REL);
 		/* proto=http: is the request to an excluded path?  (Not over
@@ -1004,8 +1052,9 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 			now = seen;
 		if (result > 0) {
 			store8(&t->phase, AGILE_FD_CONNECTED);
-			/* A proxy's answer to a CONNECT is setting up, as
-			 * the TCP handshake is: no sample (tunnel_opened). */
+			/* A proxy's answer in its handshake is setting
+			 * up, as the TCP handshake is: no sample
+			 * (opens_tunnel). */
 			if (!(load8(&r->flags) & AGILE_FD_TUNNEL))
 				answered(r, s, now - start, now, data,
 				         data_len < (size_t)result
