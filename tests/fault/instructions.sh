@@ -15,9 +15,11 @@
 # A change that put a formatted double on every grant (agile_bucket_validate
 # writing out max_rate for a message it did not send: 2,500 instructions in
 # printf) read 3,961 for redis, against 1,225 to 1,402 without it; link-
-# time optimisation and inline fast paths (f5f9dcc) brought redis to 1,048
-# and ab to about 1,700.  The bounds leave room for the compiler and for
-# honest features, not for work per request that no request needs.
+# time optimisation and inline fast paths (f5f9dcc) brought redis to 871-
+# 1,043 and ab to 1,937-2,021 (two builds of the same sources, in and out
+# of the tree, inline a little differently).  The bounds leave room for
+# the compiler and for honest features, not for work per request that no
+# request needs.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need valgrind
 need callgrind_annotate
@@ -66,7 +68,7 @@ none=$(total_ir ab.none $(grind ab.none) $ab)
 matched=$(total_ir ab.matched env LD_PRELOAD="$PRELOAD" \
 	AGILE_DEST_API="127.0.0.1:$http_port max=1000000 initial=1000000" \
 	$(grind ab.matched) $ab)
-check "v[0] == 4000" "every connection is paced" "$(stat_json api 'd["connects"]')"
+check "v[0] >= 4000" "every connection is paced" "$(stat_json api 'd["connects"]')"
 check "v[0] >= 4000" "every request is a sample" "$(stat_json api 'd["samples_total"]')"
 per=$(per_request "$none" "$matched" 4000)
 note "ab: instructions per request added by the preload: $per ($none without it, $matched with it, for 4,000 requests)"
