@@ -141,9 +141,16 @@ static void load(void)
 	agile__leave();
 }
 
+/* Set once load() has run (in whichever thread): every hook on a socket
+ * asks, and a load and a branch are cheaper than a call to pthread_once. */
+static int loaded;
+
 void agile__destinations_load(void)
 {
+	if (__atomic_load_n(&loaded, __ATOMIC_ACQUIRE))
+		return;
 	pthread_once(&load_once, load);
+	__atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
 }
 
 const struct agile_rule *const agile__dest_rule = rules.rule;
