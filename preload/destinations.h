@@ -76,16 +76,17 @@ void agile__destinations_learn_addrinfo(const char *host,
 void agile__destinations_learn_hostent(const char *host,
                                        const struct hostent *he);
 
-/* Run the control step of destination `dest`, whose slot is `s`, if it is
- * due, and append the tick to its history when this process won it.  Call
- * after every event. */
+/* What agile__destinations_tick does out of line: the fleet's tick, the
+ * check of the limiter and the control step. */
 void agile__destinations_tick_slow(int dest, struct agile_state_slot *s,
                                    int64_t now_ns);
 
-/* Between steps (the step is not due, and not planned further ahead than
- * the clock slack, which the slow path checks the limiter for), without a
- * fleet: one load and two comparisons, inline, since every request calls
- * this about three times. */
+/* Run the control step of destination `dest`, whose slot is `s`, if it is
+ * due, and append the tick to its history when this process won it.  Call
+ * after every event.  Between steps (the step is not due, and not planned
+ * further ahead than the clock slack, which the slow path checks the
+ * limiter for), without a fleet, a call is one load and two comparisons,
+ * inline, since every request makes about three. */
 static inline void agile__destinations_tick(int dest,
                                             struct agile_state_slot *s,
                                             int64_t now_ns)

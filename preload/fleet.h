@@ -37,20 +37,23 @@ void agile__fleet_load(const struct agile_rules *rules,
                        void (*report)(const char *message, void *arg),
                        void *arg);
 
+/* 1 once any enabled rule has fleet settings (set at load). */
+extern int agile__fleet_active;
+
+/* What agile__fleet_admit and agile__fleet_tick do out of line, once a
+ * rule has fleet settings. */
+int64_t agile__fleet_admit_slow(int dest, int64_t now_ns,
+                                void (*wait)(int64_t until_ns));
+bool agile__fleet_tick_slow(struct agile_state_slot *s, int64_t now_ns);
+
 /*
  * Admit one call to destination `dest` at `now_ns`, its local grant
  * already waited for: returns the time its first byte may go (>= now_ns);
  * the caller waits until then.  It may itself wait, through `wait` (which
  * sleeps until a monotonic time), when the fleet is full, and for at most
- * the destination's redis_timeout on Redis.  A destination without fleet
- * settings costs one load and a branch.
+ * the destination's redis_timeout on Redis.  Without fleet settings in any
+ * rule, a call is one load and a branch, inline.
  */
-int64_t agile__fleet_admit_slow(int dest, int64_t now_ns,
-                                void (*wait)(int64_t until_ns));
-
-/* 1 once any enabled rule has fleet settings (set at load). */
-extern int agile__fleet_active;
-
 static inline int64_t agile__fleet_admit(int dest, int64_t now_ns,
                                          void (*wait)(int64_t until_ns))
 {
@@ -66,8 +69,6 @@ static inline int64_t agile__fleet_admit(int dest, int64_t now_ns,
  * fleet controller into the slot for agilestat.  Returns false, having
  * done nothing, for every other destination.
  */
-bool agile__fleet_tick_slow(struct agile_state_slot *s, int64_t now_ns);
-
 static inline bool agile__fleet_tick(struct agile_state_slot *s,
                                      int64_t now_ns)
 {

@@ -1464,11 +1464,13 @@ START_TEST(match_cache_keys_and_goes_stale)
 	                                 (struct sockaddr *)&ss, len, &dest));
 	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 rule_named("api"));
-	/* Learning what is known already changes nothing, and keeps it. */
+	/* Learning what is known already changes no match: the generation
+	 * stays. */
 	generation = agile_rules_generation(&rules);
 	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
 	ck_assert_uint_eq(agile_rules_generation(&rules), generation);
-	/* A full list that rotates (the oldest address replaced) does not. */
+	/* A new address for a full list replaces the oldest, which then
+	 * matches nothing: the generation moves on. */
 	for (int i = 0; i < AGILE_RULE_HOST_ADDRS; i++) {
 		char text[32];
 

@@ -469,10 +469,36 @@ START_TEST(validate_controller_alone_and_null_why)
 }
 END_TEST
 
-/* The split check is the whole one: the same verdict, field and message
- * for the bounds worked out once as for agile_bucket_validate, on every
- * boundary of every field and on random buckets, for three configurations
- * (a sub-1/s ceiling among them). */
+/* The field the bucket check named before it was split in two, worked
+ * out from the configuration on every call as it then was (edb801d), or ""
+ * for a healthy bucket.  agile_bucket_validate is now the split check
+ * itself, so comparing the two would prove nothing about the bounds: a
+ * wrong spacing in agile_bucket_bounds would pass on both sides. */
+static const char *whole_check_field(const struct agile_bucket *b,
+                                     const struct agile_resolved *r,
+                                     int64_t now_ns)
+{
+	int64_t ceiling_ns, slowest_ns;
+
+	if (!(r->max_rate > 0) || !isfinite(r->max_rate))
+		return "max_rate";
+	ceiling_ns = agile__bucket_min_interval(r->max_rate);
+	if (b->min_interval_ns != ceiling_ns)
+		return "bucket.min_interval_ns";
+	slowest_ns = agile__bucket_interval(
+		r->probe_rate > 0 ? r->probe_rate : 0, ceiling_ns);
+	if (b->interval_ns < ceiling_ns || b->interval_ns > slowest_ns)
+		return "bucket.interval_ns";
+	if (b->last_ns < AGILE__NEVER_NS ||
+	    b->last_ns > agile__add_sat(now_ns, AGILE_BUCKET_MAX_AHEAD_NS))
+		return "bucket.last_ns";
+	return "";
+}
+
+/* The split check is the whole one: the verdict and field of the check as
+ * it was before the split, and agile_bucket_validate's message, for the
+ * bounds worked out once, on every boundary of every field and on random
+ * buckets, for three configurations (a sub-1/s ceiling among them). */
 START_TEST(validate_bucket_check_is_validate)
 {
 	const struct agile_config configs[] = {
@@ -525,6 +551,8 @@ START_TEST(validate_bucket_check_is_validate)
 			memset(&two, 0, sizeof(two));
 			rc_one = agile_bucket_validate(&b, &r, now, &one);
 			rc_two = agile_bucket_check(&b, &bounds, now, &two);
+			ck_assert_str_eq(two.field,
+			                 whole_check_field(&b, &r, now));
 			ck_assert_int_eq(rc_one, rc_two);
 			ck_assert_str_eq(one.field, two.field);
 			ck_assert_str_eq(one.message, two.message);
