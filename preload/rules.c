@@ -2045,11 +2045,21 @@ void agile_match_cache_put(struct agile_match_cache *cache,
 
 	if (!cache_key(addr, len, &head, addr6))
 		return;
-	cache->generation = generation;
+	/* Empty while it is rewritten, valid again only once whole: a vfork
+	 * child (which writes its parent's thread storage) killed half-way
+	 * must not leave a key beside another key's answer.  The fences keep
+	 * the compiler from moving the stores across the generation's; a
+	 * child of clone(CLONE_VM) without its own thread storage that runs
+	 * beside its parent shares errno and everything else per thread with
+	 * it, and is not made safe here either. */
+	cache->generation = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	cache->head = head;
 	cache->addr6[0] = addr6[0];
 	cache->addr6[1] = addr6[1];
 	cache->dest = dest;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	cache->generation = generation;
 }
 
 int agile_rules_match_listen(const struct agile_rules *rules,

@@ -90,8 +90,8 @@ struct agile_rule {
 struct agile_rules {
 	struct agile_rule rule[AGILE_RULES_MAX];
 	int count;
-	/* Bumped (release) each time learning changes what an address
-	 * matches; 1 after parsing. */
+	/* Bumped (release) each time learning adds an address or replaces
+	 * one; 1 after parsing. */
 	uint64_t generation;
 };
 
