@@ -321,16 +321,8 @@ static void prom_labels(const struct view *v)
 
 	putchar('{');
 	for (int f = 0; f < 2; f++) {
-		printf("%s%s=\"", f ? "," : "", keys[f]);
-		for (const char *s = fields[f]; *s != '\0'; s++) {
-			if (*s == '\\' || *s == '"')
-				printf("\\%c", *s);
-			else if (*s == '\n')
-				printf("\\n");
-			else
-				putchar(*s);
-		}
-		putchar('"');
+		printf("%s%s=", f ? "," : "", keys[f]);
+		agilestat_prometheus_label(fields[f]);
 	}
 	putchar('}');
 }

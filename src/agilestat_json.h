@@ -1,27 +1,103 @@
 /*
  * agilestat_json.h - how agilestat's modules write a string into its --json
- * output, so the destinations' names and the fleet's Redis address and
- * error are escaped the one same way.
+ * and --prometheus output, so the destinations' names and the fleet's Redis
+ * address and error are escaped the one same way.
  */
 #ifndef AGILESTAT_JSON_H
 #define AGILESTAT_JSON_H
 
 #include <stdio.h>
 
-/* `s` as a JSON string on stdout: quoted, '"' and '\' escaped, and every
- * control character as \u00XX. */
+/* The replacement character, U+FFFD, in UTF-8. */
+#define AGILESTAT_REPLACEMENT "\xef\xbf\xbd"
+
+/*
+ * The length of the well-formed UTF-8 character at `s` (1 to 4), or 0 when
+ * the bytes there are not one (a stray continuation byte, an overlong form,
+ * a surrogate, a code point above U+10FFFF, or a sequence cut short, as
+ * the state file's 128 bytes of destination can cut one).  A destination
+ * is written as the user wrote it, and a Unix socket's path is any bytes,
+ * while JSON and the Prometheus text format both hold UTF-8 only.
+ */
+static inline int agilestat_utf8_len(const unsigned char *s)
+{
+	int n;
+	unsigned char lo = 0x80, hi = 0xbf;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	/* The second byte's range rules out overlong forms, surrogates and
+	 * code points above U+10FFFF (RFC 3629, section 4). */
+	if (s[0] == 0xe0)
+		lo = 0xa0;
+	else if (s[0] == 0xed)
+		hi = 0x9f;
+	else if (s[0] == 0xf0)
+		lo = 0x90;
+	else if (s[0] == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (int i = 2; i < n; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+/* `s` as a JSON string on stdout: quoted, '"' and '\' escaped, every
+ * control character as \u00XX, and each byte that is not part of a
+ * well-formed UTF-8 character as U+FFFD, so the document always parses. */
 static inline void agilestat_json_string(const char *s)
 {
 	putchar('"');
-	for (; *s != '\0'; s++) {
+	while (*s != '\0') {
 		unsigned char c = (unsigned char)*s;
+		int len = agilestat_utf8_len((const unsigned char *)s);
 
-		if (c == '"' || c == '\\')
+		if (len == 0) {
+			printf("\\ufffd");
+			len = 1;
+		} else if (c == '"' || c == '\\') {
 			printf("\\%c", c);
-		else if (c < 0x20)
+		} else if (c < 0x20) {
 			printf("\\u%04x", c);
-		else
-			putchar(c);
+		} else {
+			fwrite(s, 1, (size_t)len, stdout);
+		}
+		s += len;
+	}
+	putchar('"');
+}
+
+/* `s` as a Prometheus label value on stdout: quoted, with '\', '"' and a
+ * line feed escaped as the text format requires, and each byte that is not
+ * part of a well-formed UTF-8 character as U+FFFD. */
+static inline void agilestat_prometheus_label(const char *s)
+{
+	putchar('"');
+	while (*s != '\0') {
+		unsigned char c = (unsigned char)*s;
+		int len = agilestat_utf8_len((const unsigned char *)s);
+
+		if (len == 0) {
+			fputs(AGILESTAT_REPLACEMENT, stdout);
+			len = 1;
+		} else if (c == '\\' || c == '"') {
+			printf("\\%c", c);
+		} else if (c == '\n') {
+			printf("\\n");
+		} else {
+			fwrite(s, 1, (size_t)len, stdout);
+		}
+		s += len;
 	}
 	putchar('"');
 }
