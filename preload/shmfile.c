@@ -201,7 +201,9 @@ int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
 	struct stat st;
 	size_t map_size;
 	void *p;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO named by mistake must not hang the reader in
+	 * open() until something writes to it; a regular file ignores it. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	int rc;
 
 	why[0] = '\0';
@@ -211,6 +213,17 @@ int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
 		rc = -errno;
 		close(fd);
 		return rc;
+	}
+	/* A directory or a device is no state file, whatever its size says:
+	 * mapping it would fail with ENODEV ("No such device"), which names
+	 * neither the path's mistake nor what was expected. */
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		snprintf(why, why_len, "not a regular file (a %s); expected a "
+		         "state file", S_ISDIR(st.st_mode) ? "directory"
+		         : S_ISFIFO(st.st_mode) ? "FIFO"
+		         : S_ISSOCK(st.st_mode) ? "socket" : "device");
+		return -EINVAL;
 	}
 	if (type->ro_any_size ? (size_t)st.st_size < type->header_size
 	                      : (size_t)st.st_size != type->size) {

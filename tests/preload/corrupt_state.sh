@@ -65,3 +65,18 @@ status=0
 check "v[0] == 1" "agilestat exits 1 on a missing state file" "$status"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] || fail "agilestat: $(cat "$tmp/err")"
 note "missing: $(cat "$tmp/err")"
+
+# agilestat on a path that is no file at all (a directory, a device, a
+# FIFO): one line saying so, status 1.  A directory used to read "No such
+# device" (mmap's ENODEV), and a FIFO hung agilestat in open() until
+# something wrote to it.
+mkfifo "$tmp/fifo"
+for path in "$tmp" /dev/null "$tmp/fifo"; do
+	status=0
+	timeout 10 "$AGILESTAT" -s "$path" >"$tmp/out" 2>"$tmp/err" || status=$?
+	check "v[0] == 1" "agilestat exits 1 on $path" "$status"
+	[ "$(wc -l <"$tmp/err")" -eq 1 ] && [ ! -s "$tmp/out" ] &&
+		grep -q "^agilestat: $path: not a regular file (a [A-Za-z]*); expected a state file$" "$tmp/err" ||
+		fail "agilestat -s $path: $(cat "$tmp/err")"
+	note "$path: $(cat "$tmp/err")"
+done
