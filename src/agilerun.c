@@ -90,6 +90,39 @@ static void set_variable(const char *name, const char *value)
 }
 
 /*
+ * Unset the exported variables that name `var`'s destination in another
+ * case (AGILE_DEST_api for AGILE_DEST_API).  The preload compares NAMEs
+ * without case, so such a variable is the same NAME as the -d: left in
+ * place it would not be replaced as agilerun(1) promises, and every process
+ * would run both rules and warn about the second.
+ */
+static void unset_other_cases(const char *var)
+{
+	size_t len = strlen(var);
+	char found[sizeof("AGILE_DEST_") + AGILE_RULE_NAME_MAX];
+
+	for (;;) {
+		found[0] = '\0';
+		for (char **e = environ; *e != NULL; e++) {
+			if (strncmp(*e, "AGILE_DEST_", 11) == 0 &&
+			    strncasecmp(*e, var, len) == 0 && (*e)[len] == '=' &&
+			    strncmp(*e, var, len) != 0) {
+				memcpy(found, *e, len);
+				found[len] = '\0';
+				break;
+			}
+		}
+		if (found[0] == '\0')
+			return;
+		if (unsetenv(found) != 0)
+			err(EXIT_AGILERUN, "cannot unset %s", found);
+		if (verbose)
+			warnx("unset %s: the -d of the same NAME replaces it",
+			      found);
+	}
+}
+
+/*
  * Check one -d SPEC and set its variable.  Returns the number of problems
  * reported: a NAME that cannot be a variable name, or whatever the rules
  * parser finds in the value.  A rule the preload would disable or run with a
@@ -143,8 +176,10 @@ static int apply_spec(const char *spec)
 	                            NULL);
 	if (agile_fleet_rule_any(&rule.fleet))
 		fleet_specs++;
-	if (problems == 0)
+	if (problems == 0) {
+		unset_other_cases(var);
 		set_variable(var, eq + 1);
+	}
 	return problems;
 }
 

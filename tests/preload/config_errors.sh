@@ -298,6 +298,24 @@ expect_file "agilerun, good -d: the environment" "$tmp/out" <<EOF
 EOF
 expect_empty "agilerun, good -d: quiet" "$tmp/err"
 
+# A -d replaces an exported variable of the same NAME in any case: the
+# preload compares NAMEs without case, so an exported AGILE_DEST_api left
+# beside the -d's AGILE_DEST_API was a second rule for "api" (max=1 where
+# the -d said max=500), and the command warned about it on every run.
+status=0
+env -i PATH="$PATH" AGILE_DEST_api="127.0.0.1:$closed_port max=1" \
+	AGILE_DEST_Api="127.0.0.1:$closed_port max=2" AGILE_DEST_APIS="127.0.0.1:1 max=3" \
+	"$agilerun" -d "api=127.0.0.1:$closed_port max=500" -s "$tmp/state" -- \
+	sh -c 'env | grep "^AGILE_DEST_" | sort; exec python3 -c "$1"' sh "$connect_once" \
+	>"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "agilerun, -d over an exported NAME in another case" 0 "$status"
+expect_file "agilerun, -d over an exported NAME in another case" "$tmp/out" <<EOF
+AGILE_DEST_API=127.0.0.1:$closed_port max=500
+AGILE_DEST_APIS=127.0.0.1:1 max=3
+main ran
+EOF
+expect_empty "agilerun, -d over an exported NAME in another case: quiet" "$tmp/err"
+
 # Like env(1): 127 for a missing command, 126 for one that cannot run.
 status=0
 "$agilerun" -d 'a=127.0.0.1:1 max=1' -- "$tmp/no-such-program" \
