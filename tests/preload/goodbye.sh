@@ -55,33 +55,8 @@ check "v[0] >= 0.5" "without proto=redis QUIT is a request and waits" "$quit"
 check "v[0] == 1" "and is truncated at the close" "$(stat_json redis 'd["truncated"]')"
 unset AGILE_DEST_REDIS
 
-# PostgreSQL, from Debian's package (its programs are not on PATH) or any.
-for dir in /usr/lib/postgresql/*/bin; do
-	[ -x "$dir/initdb" ] && PATH=$PATH:$dir
-done
-need initdb
-need postgres
-need psql
-as_server=""
-if [ "$(id -u)" -eq 0 ]; then
-	need setpriv
-	as_server="setpriv --reuid=nobody --regid=nogroup --clear-groups"
-	chmod 755 "$tmp"
-fi
-mkdir -m 755 "$tmp/pg"
-[ -z "$as_server" ] || chown nobody:nogroup "$tmp/pg"
-$as_server initdb -D "$tmp/pg/data" -U postgres -A trust --no-sync \
-	>"$tmp/initdb.log" 2>&1 || fail "initdb failed: $(tail -n 5 "$tmp/initdb.log")"
-pgport=$(closed_port)
-$as_server postgres -D "$tmp/pg/data" -p "$pgport" -k "$tmp/pg" \
-	-c listen_addresses=127.0.0.1 -c fsync=off >"$tmp/postgres.log" 2>&1 </dev/null &
-started $!
-i=0
-until psql -h 127.0.0.1 -p "$pgport" -U postgres -Atc 'select 1' postgres >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "postgres did not start: $(tail -n 5 "$tmp/postgres.log")"
-	sleep 0.05
-done
+init_postgres
+start_postgres
 
 sessions() {
 	for _ in 1 2 3; do

@@ -130,6 +130,47 @@ start_httpd() {
 	echo $! >"$tmp/$1.pid"
 	await_port "$tmp/$1.port" "$tmp/$1.log"
 }
+# init_postgres: a fresh PostgreSQL cluster in $tmp/pg/data (Debian's
+# programs are not on PATH: /usr/lib/postgresql/*/bin is added), owned by
+# nobody when the test runs as root, which PostgreSQL refuses to run as;
+# sets as_server to the command prefix that runs a program as its owner.
+# start_postgres [ARG...]: start it on 127.0.0.1 with those extra server
+# arguments, set pgport, and wait until psql connects.  Called directly,
+# not in $(...), so that cleanup knows the server's pid.
+init_postgres() {
+	for dir in /usr/lib/postgresql/*/bin; do
+		[ -x "$dir/initdb" ] && PATH=$PATH:$dir
+	done
+	need initdb
+	need postgres
+	need psql
+	as_server=""
+	if [ "$(id -u)" -eq 0 ]; then
+		need setpriv
+		as_server="setpriv --reuid=nobody --regid=nogroup --clear-groups"
+		chmod 755 "$tmp"
+	fi
+	mkdir -m 755 "$tmp/pg"
+	[ -z "$as_server" ] || chown nobody:nogroup "$tmp/pg"
+	$as_server initdb -D "$tmp/pg/data" -U postgres -A trust --no-sync \
+		>"$tmp/initdb.log" 2>&1 ||
+		fail "initdb failed: $(tail -n 5 "$tmp/initdb.log")"
+}
+start_postgres() {
+	pgport=$(closed_port)
+	$as_server postgres -D "$tmp/pg/data" -p "$pgport" -k "$tmp/pg" \
+		-c listen_addresses=127.0.0.1 -c fsync=off "$@" \
+		>"$tmp/postgres.log" 2>&1 </dev/null &
+	started $!
+	i=0
+	until psql -h 127.0.0.1 -p "$pgport" -U postgres -Atc 'select 1' \
+		postgres >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ "$i" -le 200 ] ||
+			fail "postgres did not start: $(tail -n 5 "$tmp/postgres.log")"
+		sleep 0.05
+	done
+}
 
 # get_in_threads PORT THREADS EACH: THREADS Python threads under the
 # preload, each sending EACH GET / to 127.0.0.1:PORT on fresh connections

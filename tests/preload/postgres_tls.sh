@@ -17,23 +17,7 @@
 # PostgreSQL refuses to run as root, so as root the server runs as nobody.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need openssl
-# PostgreSQL, from Debian's package (its programs are not on PATH) or any.
-for dir in /usr/lib/postgresql/*/bin; do
-	[ -x "$dir/initdb" ] && PATH=$PATH:$dir
-done
-need initdb
-need postgres
-need psql
-as_server=""
-if [ "$(id -u)" -eq 0 ]; then
-	need setpriv
-	as_server="setpriv --reuid=nobody --regid=nogroup --clear-groups"
-	chmod 755 "$tmp"
-fi
-mkdir -m 755 "$tmp/pg"
-[ -z "$as_server" ] || chown nobody:nogroup "$tmp/pg"
-$as_server initdb -D "$tmp/pg/data" -U postgres -A trust --no-sync \
-	>"$tmp/initdb.log" 2>&1 || fail "initdb failed: $(tail -n 5 "$tmp/initdb.log")"
+init_postgres
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 	-keyout "$tmp/pg/data/server.key" -out "$tmp/pg/data/server.crt" \
 	-days 1 -subj /CN=127.0.0.1 >"$tmp/openssl.log" 2>&1 ||
@@ -41,17 +25,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 chmod 600 "$tmp/pg/data/server.key"
 [ -z "$as_server" ] || chown nobody:nogroup "$tmp/pg/data/server.key" \
 	"$tmp/pg/data/server.crt"
-pgport=$(closed_port)
-$as_server postgres -D "$tmp/pg/data" -p "$pgport" -k "$tmp/pg" \
-	-c listen_addresses=127.0.0.1 -c fsync=off -c ssl=on \
-	>"$tmp/postgres.log" 2>&1 </dev/null &
-started $!
-i=0
-until psql -h 127.0.0.1 -p "$pgport" -U postgres -Atc 'select 1' postgres >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ "$i" -le 200 ] || fail "postgres did not start: $(tail -n 5 "$tmp/postgres.log")"
-	sleep 0.05
-done
+start_postgres -c ssl=on
 
 export AGILE_DEST_PG="127.0.0.1:$pgport max=10 floor=10 initial=10 proto=postgres"
 for mode in require disable; do
