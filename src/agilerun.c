@@ -301,14 +301,27 @@ static void find_library(char *out)
 	     AGILE_LIBDIR);
 }
 
-/* Whether the space- or colon-separated list already names `path`. */
-static bool list_has(const char *list, const char *path)
+/*
+ * Whether the space- or colon-separated list already names a copy of the
+ * library: a word whose last component is libagilepreload.so, or a
+ * versioned libagilepreload.so.N.  Another copy than ours (an installed one
+ * exported in the shell, and agilerun run from a build tree) counts too:
+ * two copies in one process each pace every request, which halves the rate.
+ */
+static bool list_has_library(const char *list)
 {
-	size_t len = strlen(path);
+	size_t name_len = strlen(LIBRARY_NAME);
 
 	for (const char *p = list; *p != '\0';) {
 		size_t word = strcspn(p, " :");
-		if (word == len && strncmp(p, path, len) == 0)
+		const char *base = p;
+
+		for (size_t i = 0; i < word; i++)
+			if (p[i] == '/')
+				base = p + i + 1;
+		if ((size_t)(p + word - base) >= name_len &&
+		    strncmp(base, LIBRARY_NAME, name_len) == 0 &&
+		    (base + name_len == p + word || base[name_len] == '.'))
 			return true;
 		p += word;
 		p += strspn(p, " :");
@@ -326,9 +339,9 @@ static void set_preload(const char *library)
 		set_variable("LD_PRELOAD", library);
 		return;
 	}
-	if (list_has(old, library)) {
+	if (list_has_library(old)) {
 		if (verbose)
-			warnx("LD_PRELOAD already holds %s", library);
+			warnx("LD_PRELOAD already holds %s; using it", LIBRARY_NAME);
 		return;
 	}
 	if (asprintf(&value, "%s:%s", library, old) < 0)
