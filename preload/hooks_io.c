@@ -27,16 +27,19 @@
  * memory, as for sendfile), for the TLS walker (tls.h) and proto=http
  * (http.c). */
 #define SEND_LIKE(type, fd, iov, count, call) do { \
-	struct agile_fd *t_ = agile__hook_tracked(fd); \
-	const struct iovec *iov_; \
-	int count_; \
-	int64_t start_; \
-	type r_; \
-	if (t_ == NULL) \
+	struct agile_fd *t0_ = agile__hook_tracked(fd); \
+	if (t0_ == NULL) \
 		return call; \
-	iov_ = (iov); \
-	count_ = (count); \
-	start_ = agile__track_before_send(t_, iov_, count_); \
+	SEND_TRACKED(type, t0_, iov, count, call); \
+} while (0)
+
+/* SEND_LIKE's tracked half, for the entry `t` of the fd. */
+#define SEND_TRACKED(type, t, iov, count, call) do { \
+	struct agile_fd *t_ = (t); \
+	const struct iovec *iov_ = (iov); \
+	int count_ = (count); \
+	int64_t start_ = agile__track_before_send(t_, iov_, count_); \
+	type r_; \
 	if (start_ == AGILE_SEND_PASS) \
 		return call; \
 	if (start_ == AGILE_SEND_CLOSED) { \
@@ -56,15 +59,58 @@
  * packet sent (once taken for the response, a 0.1 ms round trip).  Such a
  * read is passed through untouched. */
 #define RECV_LIKE(type, fd, asked, iov, count, flags, call) do { \
-	struct agile_fd *t_ = agile__hook_tracked(fd); \
+	struct agile_fd *t0_ = agile__hook_tracked(fd); \
+	if (t0_ == NULL) \
+		return call; \
+	RECV_TRACKED(type, t0_, asked, iov, count, flags, call); \
+} while (0)
+
+/* RECV_LIKE's tracked half, for the entry `t` of the fd. */
+#define RECV_TRACKED(type, t, asked, iov, count, flags, call) do { \
+	struct agile_fd *t_ = (t); \
 	type r_; \
-	if (t_ == NULL || ((flags) & MSG_ERRQUEUE)) \
+	if ((flags) & MSG_ERRQUEUE) \
 		return call; \
 	r_ = call; \
 	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), (iov), \
 	                        (count), ((flags) & MSG_PEEK) != 0); \
 	return r_; \
 } while (0)
+
+/*
+ * read, write, recv and send are what programs call most, on files and
+ * pipes as much as on sockets, so their pass-through makes no call but the
+ * real one and needs no stack frame: binding the table on first use and
+ * the tracked path are functions of their own (FAST_HOOK), each reached
+ * by a jump.  About 15 instructions fewer per call than SEND_LIKE and
+ * RECV_LIKE, whose first call (the binding) made every call save its
+ * arguments (callgrind, ab -c 16 without a matching rule).
+ */
+#define ARGS_OF(...) __VA_ARGS__
+#define FAST_HOOK(type, name, params, args, fd, real, tracked) \
+static __attribute__((noinline)) type name##_tracked(struct agile_fd *t, \
+                                                     ARGS_OF params) \
+{ \
+	tracked; \
+} \
+static __attribute__((noinline)) type name##_unbound(ARGS_OF params) \
+{ \
+	struct agile_fd *t = agile__hook_tracked(fd); \
+	if (t == NULL) \
+		return agile__libc.real args; \
+	return name##_tracked(t, ARGS_OF args); \
+} \
+static type hook_##name(ARGS_OF params) \
+{ \
+	struct agile_fd *t; \
+	if (__builtin_expect(!__atomic_load_n(&agile__bound, \
+	                                      __ATOMIC_ACQUIRE), 0)) \
+		return name##_unbound(ARGS_OF args); \
+	t = agile__busy ? NULL : agile__fd_lookup(fd); \
+	if (t == NULL) \
+		return agile__libc.real args; \
+	return name##_tracked(t, ARGS_OF args); \
+}
 
 /* One buffer as an iovec array of one. */
 #define ONE(buf, len) (&(struct iovec){ (void *)(buf), (len) })
@@ -78,11 +124,10 @@ static size_t iov_total(const struct iovec *iov, int count)
 	return n;
 }
 
-static ssize_t hook_send(int fd, const void *buf, size_t len, int flags)
-{
-	SEND_LIKE(ssize_t, fd, ONE(buf, len), 1,
-	          agile__libc.send(fd, buf, len, flags));
-}
+FAST_HOOK(ssize_t, send, (int fd, const void *buf, size_t len, int flags),
+          (fd, buf, len, flags), fd, send,
+          SEND_TRACKED(ssize_t, t, ONE(buf, len), 1,
+                       agile__libc.send(fd, buf, len, flags)))
 
 /*
  * TCP Fast Open without connect(): MSG_FASTOPEN with an address connects
@@ -136,11 +181,10 @@ static int hook_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n,
 	SEND_LIKE(int, fd, NULL, 0, agile__libc.sendmmsg(fd, vec, n, flags));
 }
 
-static ssize_t hook_write(int fd, const void *buf, size_t len)
-{
-	SEND_LIKE(ssize_t, fd, ONE(buf, len), 1,
-	          agile__libc.write(fd, buf, len));
-}
+FAST_HOOK(ssize_t, write, (int fd, const void *buf, size_t len),
+          (fd, buf, len), fd, write,
+          SEND_TRACKED(ssize_t, t, ONE(buf, len), 1,
+                       agile__libc.write(fd, buf, len)))
 
 static ssize_t hook_writev(int fd, const struct iovec *iov, int count)
 {
@@ -168,11 +212,10 @@ static ssize_t hook_splice(int fd_in, loff_t *off_in, int fd_out,
 	                             flags));
 }
 
-static ssize_t hook_recv(int fd, void *buf, size_t len, int flags)
-{
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, flags,
-	          agile__libc.recv(fd, buf, len, flags));
-}
+FAST_HOOK(ssize_t, recv, (int fd, void *buf, size_t len, int flags),
+          (fd, buf, len, flags), fd, recv,
+          RECV_TRACKED(ssize_t, t, len, ONE(buf, len), 1, flags,
+                       agile__libc.recv(fd, buf, len, flags)))
 
 static ssize_t hook_recvfrom(int fd, void *buf, size_t len, int flags,
                              struct sockaddr *addr, socklen_t *addrlen)
@@ -196,11 +239,10 @@ static int hook_recvmmsg(int fd, struct mmsghdr *vec, unsigned int n,
 	          agile__libc.recvmmsg(fd, vec, n, flags, timeout));
 }
 
-static ssize_t hook_read(int fd, void *buf, size_t len)
-{
-	RECV_LIKE(ssize_t, fd, len, ONE(buf, len), 1, 0,
-	          agile__libc.read(fd, buf, len));
-}
+FAST_HOOK(ssize_t, read, (int fd, void *buf, size_t len), (fd, buf, len),
+          fd, read,
+          RECV_TRACKED(ssize_t, t, len, ONE(buf, len), 1, 0,
+                       agile__libc.read(fd, buf, len)))
 
 static ssize_t hook_readv(int fd, const struct iovec *iov, int count)
 {
