@@ -1381,6 +1381,23 @@ START_TEST(learn_then_match)
 }
 END_TEST
 
+/* The cache against the address in `ss`: remember what it matches now,
+ * and whether the entry holds it. */
+static void remember(struct agile_match_cache *cache, uint64_t generation,
+                     socklen_t len)
+{
+	agile_match_cache_put(cache, generation, (struct sockaddr *)&ss, len,
+	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
+	                                        len));
+}
+
+static bool held(const struct agile_match_cache *cache, uint64_t generation,
+                 socklen_t len, int *dest)
+{
+	return agile_match_cache_get(cache, generation, (struct sockaddr *)&ss,
+	                             len, dest);
+}
+
 /* A remembered match (agile_match_cache): kept for the same family, port
  * and address whatever else the sockaddr holds, never confused between
  * addresses, ports or families, and stale once a hostname rule learns an
@@ -1403,55 +1420,41 @@ START_TEST(match_cache_keys_and_goes_stale)
 	ck_assert_uint_ne(generation, 0);
 	/* Empty: nothing held, not even the all-zero address. */
 	len = inet4("0.0.0.0", 0);
-	ck_assert(!agile_match_cache_get(&cache, generation,
-	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!held(&cache, generation, len, &dest));
 
 	len = inet4("10.0.0.7", 443);
-	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
-	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
-	                                        len));
-	ck_assert(agile_match_cache_get(&cache, generation,
-	                                (struct sockaddr *)&ss, len, &dest));
+	remember(&cache, generation, len);
+	ck_assert(held(&cache, generation, len, &dest));
 	ck_assert_int_eq(dest, -1);
 	/* sin_zero is not part of the key; a short length never matches. */
 	memset(in->sin_zero, 0xa5, sizeof(in->sin_zero));
-	ck_assert(agile_match_cache_get(&cache, generation,
-	                                (struct sockaddr *)&ss, len, &dest));
+	ck_assert(held(&cache, generation, len, &dest));
 	ck_assert(!agile_match_cache_get(&cache, generation,
 	                                 (struct sockaddr *)&ss, len - 9,
 	                                 &dest));
 	/* Another address, another port, the same bits as IPv6. */
 	len = inet4("10.0.0.8", 443);
-	ck_assert(!agile_match_cache_get(&cache, generation,
-	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!held(&cache, generation, len, &dest));
 	len = inet4("10.0.0.7", 80);
-	ck_assert(!agile_match_cache_get(&cache, generation,
-	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!held(&cache, generation, len, &dest));
 	len = inet6("::ffff:10.0.0.7", 443);
-	ck_assert(!agile_match_cache_get(&cache, generation,
-	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!held(&cache, generation, len, &dest));
 	len = inet6("::a00:7", 443);
-	ck_assert(!agile_match_cache_get(&cache, generation,
-	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!held(&cache, generation, len, &dest));
 
 	/* IPv6: the flow label and scope are not part of the key. */
 	len = inet6("2001:db8::7", 80);
-	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
-	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
-	                                        len));
+	remember(&cache, generation, len);
 	in6->sin6_flowinfo = htonl(0x12345);
 	in6->sin6_scope_id = 3;
-	ck_assert(agile_match_cache_get(&cache, generation,
-	                                (struct sockaddr *)&ss, len, &dest));
+	ck_assert(held(&cache, generation, len, &dest));
 	ck_assert_int_eq(dest, rule_named("any"));
 	len = inet6("2001:db8::8", 80);
-	ck_assert(!agile_match_cache_get(&cache, generation,
-	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!held(&cache, generation, len, &dest));
 	/* An AF_UNIX address is never held. */
 	len = unix_path("/x", true);
 	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len, 0);
-	ck_assert(!agile_match_cache_get(&cache, generation,
-	                                 (struct sockaddr *)&ss, len, &dest));
+	ck_assert(!held(&cache, generation, len, &dest));
 
 	/* The miss of 10.0.0.7:443, then the program resolves the API's
 	 * name to it: the entry is stale, and matching again finds the API. */
@@ -1481,11 +1484,8 @@ START_TEST(match_cache_keys_and_goes_stale)
 	}
 	generation = agile_rules_generation(&rules);
 	len = inet4("10.0.0.7", 443);
-	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
-	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
-	                                        len));
-	ck_assert(agile_match_cache_get(&cache, generation,
-	                                (struct sockaddr *)&ss, len, &dest));
+	remember(&cache, generation, len);
+	ck_assert(held(&cache, generation, len, &dest));
 	ck_assert_int_eq(dest, -1); /* 10.0.0.7 was the oldest: replaced */
 	len = inet4("198.51.100.1", 443);
 	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);

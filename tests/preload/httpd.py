@@ -17,8 +17,8 @@ The tests that need a server of their own answering differently write only
 its handler class and hand it to serve(), which they import from here
 (lib.sh puts this directory on PYTHONPATH):
 
-    from httpd import serve
-    class Handler(http.server.BaseHTTPRequestHandler): ...
+    from httpd import Quiet, serve
+    class Handler(Quiet): ...        # self.ok() answers "ok"
     serve(Handler, sys.argv[1])
 """
 import http.server
@@ -27,6 +27,20 @@ import socketserver
 import sys
 import threading
 import time
+
+
+class Quiet(http.server.BaseHTTPRequestHandler):
+    """A handler for the tests' own servers: logs nothing, and ok() writes
+    the 3-byte answer every test downstream gives."""
+
+    def ok(self, status=200):
+        self.send_response(status)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        self.wfile.write(b"ok\n")
+
+    def log_message(self, *args):
+        pass
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

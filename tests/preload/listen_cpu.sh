@@ -20,9 +20,9 @@ need taskset
 
 cat >"$tmp/server.py" <<'PY'
 import http.server, sys, time
-from httpd import serve
+from httpd import Quiet, serve
 port_file, burn = sys.argv[1], sys.argv[2] == "burn"
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(Quiet):
     protocol_version = "HTTP/1.0"
     def do_GET(self):
         if burn:
@@ -31,12 +31,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 pass
         else:
             time.sleep(0.02)
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *args):
-        pass
+        self.ok()
 serve(Handler, port_file)
 PY
 

@@ -13,9 +13,9 @@ need python3
 
 cat >"$tmp/server.py" <<'PY'
 import http.server, sys, time
-from httpd import serve
+from httpd import Quiet, serve
 port_file = sys.argv[1]
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(Quiet):
     protocol_version = "HTTP/1.0"
     def do_GET(self):
         status = 200
@@ -23,12 +23,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status = 500
         elif self.path == "/":
             time.sleep(0.005)
-        self.send_response(status)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *args):
-        pass
+        self.ok(status)
 serve(Handler, port_file)
 PY
 export AGILE_LISTEN_WEB="127.0.0.1:* max=64 slo=200ms proto=http exclude=/health"

@@ -30,20 +30,15 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 	fail "openssl: $(cat "$tmp/openssl.log")"
 cat >"$tmp/server.py" <<'PY'
 import http.server, ssl, sys, time
-from httpd import serve
+from httpd import Quiet, serve
 tmp = sys.argv[1]
 log = open(tmp + "/https.arrivals", "a", buffering=1)
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(Quiet):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
         log.write("%.6f\n" % time.monotonic())
         time.sleep(0.05)
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *args):
-        pass
+        self.ok()
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain(tmp + "/cert.pem", tmp + "/key.pem")
 serve(Handler, tmp + "/https.port", ssl_context=context)

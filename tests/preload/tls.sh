@@ -34,11 +34,11 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 # under /slow/ answers after 80 ms.
 cat >"$tmp/server.py" <<'PY'
 import http.server, ssl, sys, threading, time
-from httpd import serve
+from httpd import Quiet, serve
 tmp = sys.argv[1]
 log = open(tmp + "/tls.arrivals", "a")
 lock = threading.Lock()
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(Quiet):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
         with lock:
@@ -46,12 +46,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             log.flush()
         if self.path.startswith("/slow/"):
             time.sleep(0.08)
-        self.send_response(200)
-        self.send_header("Content-Length", "3")
-        self.end_headers()
-        self.wfile.write(b"ok\n")
-    def log_message(self, *args):
-        pass
+        self.ok()
 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 context.load_cert_chain(tmp + "/cert.pem", tmp + "/key.pem")
 serve(Handler, tmp + "/port", lifetime_s=120, ssl_context=context)
