@@ -51,7 +51,7 @@ static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
  * the 2,200 instructions the preload ran per request of `ab -c 16`
  * (callgrind).  Learning an address makes the entry stale (rules.c).
  */
-static __thread struct agile_match_cache match_cache
+__thread struct agile_match_cache agile__match_cache
 	__attribute__((tls_model("initial-exec")));
 
 /* The state file, mapped once per process (inherited by fork children). */
@@ -143,17 +143,18 @@ static void load(void)
 
 /* Set once load() has run (in whichever thread): every hook on a socket
  * asks, and a load and a branch are cheaper than a call to pthread_once. */
-static int loaded;
+int agile__dest_loaded;
 
 void agile__destinations_load(void)
 {
-	if (__atomic_load_n(&loaded, __ATOMIC_ACQUIRE))
+	if (__atomic_load_n(&agile__dest_loaded, __ATOMIC_ACQUIRE))
 		return;
 	pthread_once(&load_once, load);
-	__atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&agile__dest_loaded, 1, __ATOMIC_RELEASE);
 }
 
 const struct agile_rule *const agile__dest_rule = rules.rule;
+const struct agile_rules *const agile__dest_rules = &rules;
 
 int agile__destinations_match_listen(const struct sockaddr *addr,
                                      socklen_t len)
@@ -220,7 +221,7 @@ static __attribute__((noinline)) int match_slow(const struct sockaddr *addr,
 	/* Under the generation read before matching: the lookup just made,
 	 * or another thread's, leaves the entry stale if it learnt an
 	 * address. */
-	agile_match_cache_put(&match_cache, generation, addr, len, rule);
+	agile_match_cache_put(&agile__match_cache, generation, addr, len, rule);
 	return rule;
 }
 
@@ -233,7 +234,7 @@ int agile__destinations_match(const struct sockaddr *addr, socklen_t len)
 	if (rules_enabled == 0 || addr == NULL)
 		return -1;
 	generation = agile_rules_generation(&rules);
-	if (agile_match_cache_get(&match_cache, generation, addr, len, &rule))
+	if (agile_match_cache_get(&agile__match_cache, generation, addr, len, &rule))
 		return rule;
 	return match_slow(addr, len, generation);
 }

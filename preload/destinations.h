@@ -24,6 +24,31 @@ void agile__destinations_load(void);
  * nothing else matched. */
 int agile__destinations_match(const struct sockaddr *addr, socklen_t len);
 
+/* This thread's last match (rules.h), and the rules it was made against. */
+extern __thread struct agile_match_cache agile__match_cache
+	__attribute__((tls_model("initial-exec")));
+extern const struct agile_rules *const agile__dest_rules;
+
+/* 1 once the rules are loaded (release): before, another thread may be
+ * writing them. */
+extern int agile__dest_loaded;
+
+/* The rule `addr` matches (-1: none) when this thread's last match says,
+ * from the cache, without loading or matching anything; otherwise
+ * `unknown`.  Before the rules are loaded nothing is read. */
+static inline int agile__destinations_cached(const struct sockaddr *addr,
+                                             socklen_t len, int unknown)
+{
+	int dest;
+
+	if (__atomic_load_n(&agile__dest_loaded, __ATOMIC_ACQUIRE) &&
+	    agile_match_cache_get(&agile__match_cache,
+	                          agile_rules_generation(agile__dest_rules),
+	                          addr, len, &dest))
+		return dest;
+	return unknown;
+}
+
 /* The parsed rules, indexed by destination (a destination is a rule). */
 extern const struct agile_rule *const agile__dest_rule;
 

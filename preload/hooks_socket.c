@@ -24,6 +24,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "destinations.h"
 #include "hooks.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -47,10 +48,21 @@ static int hook_socket(int domain, int type, int protocol)
 
 static int hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+	int dest;
+
 	agile__bind();
 	if (agile__busy || agile__disabled)
 		return agile__libc.connect(fd, addr, len);
-	return agile__track_connect(fd, addr, len);
+	/* The address this thread matched last: its answer is known without
+	 * a call.  Matching no rule, on an untracked socket, the connect()
+	 * passes straight through, as agile__track_connect would after
+	 * matching (a program connects to one place over and over, and a
+	 * non-blocking connect() is made twice: 327 -> 274 instructions added
+	 * per request of ab -c 16 when nothing matched, by callgrind). */
+	dest = agile__destinations_cached(addr, len, AGILE_DEST_UNKNOWN);
+	if (dest == -1 && agile__fd_lookup(fd) == NULL)
+		return agile__libc.connect(fd, addr, len);
+	return agile__track_connect(fd, addr, len, dest);
 }
 
 static int hook_getsockopt(int fd, int level, int name, void *value,

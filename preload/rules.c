@@ -1997,53 +1997,13 @@ int agile_rules_match(const struct agile_rules *rules,
 	return best;
 }
 
-/* The cache key of an AF_INET or AF_INET6 address long enough to match
- * (inet_key reads no shorter one); false for any other. */
-static bool cache_key(const struct sockaddr *addr, socklen_t len,
-                      uint64_t *head, uint64_t addr6[2])
-{
-	if (addr == NULL)
-		return false;
-	if (addr->sa_family == AF_INET &&
-	    len >= (socklen_t)sizeof(struct sockaddr_in)) {
-		const struct sockaddr_in *in = (const void *)addr;
-
-		*head = (uint64_t)in->sin_port << 32 | in->sin_addr.s_addr;
-		addr6[0] = addr6[1] = 0;
-		return true;
-	}
-	if (addr->sa_family == AF_INET6 &&
-	    len >= (socklen_t)sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *in6 = (const void *)addr;
-
-		*head = (uint64_t)1 << 48 | (uint64_t)in6->sin6_port << 32;
-		memcpy(addr6, &in6->sin6_addr, 16);
-		return true;
-	}
-	return false;
-}
-
-bool agile_match_cache_get(const struct agile_match_cache *cache,
-                           uint64_t generation, const struct sockaddr *addr,
-                           socklen_t len, int *dest)
-{
-	uint64_t head, addr6[2];
-
-	if (cache->generation == 0 || cache->generation != generation ||
-	    !cache_key(addr, len, &head, addr6) || cache->head != head ||
-	    cache->addr6[0] != addr6[0] || cache->addr6[1] != addr6[1])
-		return false;
-	*dest = cache->dest;
-	return true;
-}
-
 void agile_match_cache_put(struct agile_match_cache *cache,
                            uint64_t generation, const struct sockaddr *addr,
                            socklen_t len, int dest)
 {
 	uint64_t head, addr6[2];
 
-	if (!cache_key(addr, len, &head, addr6))
+	if (!agile__match_cache_key(addr, len, &head, addr6))
 		return;
 	/* Empty while it is rewritten, valid again only once whole: a vfork
 	 * child (which writes its parent's thread storage) killed half-way

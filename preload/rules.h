@@ -154,12 +154,52 @@ static inline uint64_t agile_rules_generation(const struct agile_rules *rules)
 	return __atomic_load_n(&rules->generation, __ATOMIC_ACQUIRE);
 }
 
+/* The cache key of an AF_INET or AF_INET6 address long enough to match
+ * (agile_rules_match reads no shorter one); false for any other. */
+static inline bool agile__match_cache_key(const struct sockaddr *addr,
+                                          socklen_t len, uint64_t *head,
+                                          uint64_t addr6[2])
+{
+	if (addr == NULL)
+		return false;
+	if (addr->sa_family == AF_INET &&
+	    len >= (socklen_t)sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)addr;
+
+		*head = (uint64_t)in->sin_port << 32 | in->sin_addr.s_addr;
+		addr6[0] = addr6[1] = 0;
+		return true;
+	}
+	if (addr->sa_family == AF_INET6 &&
+	    len >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)addr;
+
+		*head = (uint64_t)1 << 48 | (uint64_t)in6->sin6_port << 32;
+		__builtin_memcpy(addr6, &in6->sin6_addr, 16);
+		return true;
+	}
+	return false;
+}
+
 /* Whether `cache` holds the answer for `addr` under `generation`: then
  * *dest is agile_rules_match's answer (of that generation).  Only AF_INET
- * and AF_INET6 addresses long enough to match are ever held. */
-bool agile_match_cache_get(const struct agile_match_cache *cache,
-                           uint64_t generation, const struct sockaddr *addr,
-                           socklen_t len, int *dest);
+ * and AF_INET6 addresses long enough to match are ever held.  Inline: the
+ * connect() hook asks on every call. */
+static inline bool agile_match_cache_get(const struct agile_match_cache *cache,
+                                         uint64_t generation,
+                                         const struct sockaddr *addr,
+                                         socklen_t len, int *dest)
+{
+	uint64_t head, addr6[2];
+
+	if (cache->generation == 0 || cache->generation != generation ||
+	    !agile__match_cache_key(addr, len, &head, addr6) ||
+	    cache->head != head || cache->addr6[0] != addr6[0] ||
+	    cache->addr6[1] != addr6[1])
+		return false;
+	*dest = cache->dest;
+	return true;
+}
 
 /* Remember that `addr` matched `dest` under `generation` (nothing for an
  * address agile_match_cache_get would not hold). */

@@ -453,15 +453,17 @@ static struct agile_fd *begin_connection(int fd, int dest,
 	return t;
 }
 
-int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len)
+int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                         int dest)
 {
 	struct agile_state_slot *s;
 	struct agile_fd *t;
 	int saved = errno;
-	int dest, rc, error, refused = 0;
+	int rc, error, refused = 0;
 
 	agile__enter();
-	dest = agile__destinations_match(addr, len);
+	if (dest == AGILE_DEST_UNKNOWN)
+		dest = agile__destinations_match(addr, len);
 	t = agile__fd_lookup(fd);
 	if ((dest >= 0 || t != NULL) && agile__in_vfork_child()) {
 		/* The table is the parent's (see process.h). */

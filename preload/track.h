@@ -60,8 +60,12 @@
 
 #include "fdtable.h"
 
-/* The whole connect() hook: match, pace, call libc, classify. */
-int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len);
+/* The whole connect() hook: match, pace, call libc, classify.  `dest` is
+ * the rule `addr` matches (-1: none) when the caller knows it, from this
+ * thread's match cache, or AGILE_DEST_UNKNOWN. */
+#define AGILE_DEST_UNKNOWN (-2)
+int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                         int dest);
 /* sendto() or sendmsg() with MSG_FASTOPEN and an address on an untracked
  * socket is TCP Fast Open's connect and first send in one call: when the
  * address matches, the socket is tracked as connect() would track it, with
