@@ -12,12 +12,19 @@
 #include "fdtable.h"
 #include "symbols.h"
 
-static inline struct agile_fd *agile__hook_tracked(int fd)
+/* The tracked entry of `fd` a hook acts on, or NULL: none while the
+ * preload's own code runs (agile__busy), the table once bound. */
+static inline struct agile_fd *agile__hook_entry(int fd)
 {
-	agile__bind();
 	if (agile__busy)
 		return NULL;
 	return agile__fd_lookup(fd);
+}
+
+static inline struct agile_fd *agile__hook_tracked(int fd)
+{
+	agile__bind();
+	return agile__hook_entry(fd);
 }
 
 #endif /* AGILE_PRELOAD_HOOKS_H */

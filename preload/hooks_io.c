@@ -103,10 +103,9 @@ static __attribute__((noinline)) type name##_unbound(ARGS_OF params) \
 static type hook_##name(ARGS_OF params) \
 { \
 	struct agile_fd *t; \
-	if (__builtin_expect(!__atomic_load_n(&agile__bound, \
-	                                      __ATOMIC_ACQUIRE), 0)) \
+	if (__builtin_expect(!agile__is_bound(), 0)) \
 		return name##_unbound(ARGS_OF args); \
-	t = agile__busy ? NULL : agile__fd_lookup(fd); \
+	t = agile__hook_entry(fd); \
 	if (t == NULL) \
 		return agile__libc.real args; \
 	return name##_tracked(t, ARGS_OF args); \

@@ -80,10 +80,16 @@ extern __thread int agile__busy __attribute__((tls_model("initial-exec")));
 
 void agile__bind_slow(void);
 
+/* Whether the table is filled. */
+static inline bool agile__is_bound(void)
+{
+	return __atomic_load_n(&agile__bound, __ATOMIC_ACQUIRE);
+}
+
 /* Fill the table on first use; afterwards one load and a branch. */
 static inline void agile__bind(void)
 {
-	if (!__atomic_load_n(&agile__bound, __ATOMIC_ACQUIRE))
+	if (!agile__is_bound())
 		agile__bind_slow();
 }
 
