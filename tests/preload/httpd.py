@@ -31,11 +31,14 @@ import time
 
 class Quiet(http.server.BaseHTTPRequestHandler):
     """A handler for the tests' own servers: logs nothing, and ok() writes
-    the 3-byte answer every test downstream gives."""
+    the 3-byte answer every test downstream gives (close: and says the
+    connection ends with it)."""
 
-    def ok(self, status=200):
+    def ok(self, status=200, close=False):
         self.send_response(status)
         self.send_header("Content-Length", "3")
+        if close:
+            self.send_header("Connection", "close")
         self.end_headers()
         self.wfile.write(b"ok\n")
 

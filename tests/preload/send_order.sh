@@ -27,14 +27,14 @@
 need python3
 
 cat >"$tmp/stamped_httpd.py" <<'PY'
-import http.server, socket, struct, sys, threading, time
-from httpd import serve
+import socket, struct, sys, threading, time
+from httpd import Quiet, serve
 
 SO_TIMESTAMPNS = 35  # Linux's; Python's socket module has no name for it
 TIMESPEC = struct.Struct("@ql")
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(Quiet):
     protocol_version = "HTTP/1.1"
     lock = threading.Lock()
     arrivals = None
@@ -55,16 +55,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         with Handler.lock, open(Handler.arrivals, "a") as out:
             out.write("%.6f\n" % self.arrived)
-        body = b"ok\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
         # One request per connection: the stamp is its first bytes'.
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, fmt, *args):
-        pass
+        self.ok(close=True)
 
 
 # The kernel stamps arrivals only while some socket asks for stamps, and

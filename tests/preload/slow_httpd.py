@@ -12,15 +12,14 @@ arrival to the end of its work) is appended to INTERVALS_FILE as one line
 INTERVALS_FILE is opened again for every line, so a test may remove it
 between runs.  The port and the bounded lifetime (120 s) are httpd.serve()'s.
 """
-import http.server
 import sys
 import threading
 import time
 
-from httpd import serve
+from httpd import Quiet, serve
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class Handler(Quiet):
     protocol_version = "HTTP/1.0"
     intervals = None
     lock = threading.Lock()
@@ -31,15 +30,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         end = time.monotonic()
         with Handler.lock, open(Handler.intervals, "a") as out:
             out.write("%.6f %.6f\n" % (start, end))
-        body = b"ok\n"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, fmt, *args):
-        pass
+        self.ok(close=True)
 
 
 if __name__ == "__main__":
