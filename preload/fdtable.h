@@ -34,7 +34,10 @@
  *     (process.h); they leave the table alone.
  * What remains unseen is what every other hook misses too: system calls
  * made with the syscall instruction itself (Go, a second C library) and
- * io_uring, whose sends and receives the preload never sees either.
+ * io_uring, whose sends and receives the preload never sees either.  Of
+ * those, a number that dup(), dup2(), dup3() or fcntl(F_DUPFD,
+ * F_DUPFD_CLOEXEC) then hands out through libc has its entry and its type
+ * forgotten there (hooks_socket.c).
  *
  * Rejected: comparing every entry's inode with fstat() before each request
  * (as the preload did first).  It caught all of these at once, but cost two
