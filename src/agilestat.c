@@ -361,6 +361,7 @@ static void print_prometheus(const struct view *v, int n)
 		for (int i = 0; i < n; i++) {
 			const struct agile_stats *st = &v[i].stats;
 			double value = 0;
+			uint64_t count = 0;
 
 			switch (m) {
 			case 0: value = st->rate; break;
@@ -370,17 +371,20 @@ static void print_prometheus(const struct view *v, int n)
 			case 4: value = (double)st->p99_ns / 1e9; break;
 			case 5: value = (double)st->baseline_ns / 1e9; break;
 			case 6: value = (double)st->samples; break;
-			case 7: value = (double)st->totals.samples; break;
-			case 8: value = (double)v[i].connects; break;
-			case 9: value = (double)v[i].unreachable; break;
-			case 10: value = (double)v[i].truncated; break;
+			case 7: count = st->totals.samples; break;
+			case 8: count = v[i].connects; break;
+			case 9: count = v[i].unreachable; break;
+			case 10: count = v[i].truncated; break;
 			case 11: value = st->cold_start; break;
 			case 12: value = v[i].blind; break;
 			case 13: value = v[i].live; break;
 			}
 			printf("%s", metric[m].name);
 			prom_labels(&v[i]);
-			printf(" %.9g\n", value);
+			if (strcmp(metric[m].type, "counter") == 0)
+				agilestat_prometheus_counter(count);
+			else
+				agilestat_prometheus_gauge(value);
 		}
 	}
 	for (int i = 0; i < n; i++)

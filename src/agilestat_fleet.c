@@ -223,6 +223,7 @@ void agilestat_fleet_prometheus(const struct agile_state_slot *const *s, int n,
 		for (int i = 0; i < n; i++) {
 			struct reading r;
 			double value = 0;
+			uint64_t count = 0;
 
 			if (!read_record(s[i], &r))
 				continue;
@@ -231,13 +232,16 @@ void agilestat_fleet_prometheus(const struct agile_state_slot *const *s, int n,
 			case 1: value = r.host_rate; break;
 			case 2: value = r.share; break;
 			case 3: value = r.round_trips_per_s; break;
-			case 4: value = (double)r.round_trips; break;
+			case 4: count = r.round_trips; break;
 			case 5: value = r.hosts; break;
 			case 6: value = r.source != AGILE_FLEET_FROM_REDIS; break;
 			}
 			printf("%s", metric[m].name);
 			labels(i, arg);
-			printf(" %.9g\n", value);
+			if (strcmp(metric[m].type, "counter") == 0)
+				agilestat_prometheus_counter(count);
+			else
+				agilestat_prometheus_gauge(value);
 		}
 	}
 }

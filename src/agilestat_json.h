@@ -1,12 +1,17 @@
 /*
  * agilestat_json.h - how agilestat's modules write a string into its --json
  * and --prometheus output, so the destinations' names and the fleet's Redis
- * address and error are escaped the one same way.
+ * address and error are escaped the one same way, and a Prometheus sample's
+ * value, so every module's counters and gauges print alike.
  */
 #ifndef AGILESTAT_JSON_H
 #define AGILESTAT_JSON_H
 
+#include <inttypes.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 /* The replacement character, U+FFFD, in UTF-8. */
 #define AGILESTAT_REPLACEMENT "\xef\xbf\xbd"
@@ -100,6 +105,40 @@ static inline void agilestat_prometheus_label(const char *s)
 		s += len;
 	}
 	putchar('"');
+}
+
+/*
+ * A Prometheus sample's value, after its labels, with the line's end.  A
+ * counter is a whole number and is written as one, every digit: as a
+ * double with "%.9g" (as it was) 1,099,511,627,783 read 1.09951163e+12,
+ * and no double holds a count above 2^53 exactly.  A gauge is written in
+ * the shortest form that reads back as the same double (at most 17
+ * significant digits), with the text format's own NaN and +Inf/-Inf.
+ * agilestat never calls setlocale(), so the decimal point is '.'.
+ */
+static inline void agilestat_prometheus_counter(uint64_t value)
+{
+	printf(" %" PRIu64 "\n", value);
+}
+
+static inline void agilestat_prometheus_gauge(double value)
+{
+	char text[32];
+
+	if (isnan(value)) {
+		printf(" NaN\n");
+		return;
+	}
+	if (isinf(value)) {
+		printf(" %cInf\n", value > 0 ? '+' : '-');
+		return;
+	}
+	for (int digits = 1; digits <= 17; digits++) {
+		snprintf(text, sizeof(text), "%.*g", digits, value);
+		if (strtod(text, NULL) == value)
+			break;
+	}
+	printf(" %s\n", text);
 }
 
 #endif /* AGILESTAT_JSON_H */

@@ -9,11 +9,13 @@
  */
 #include "config.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "agile_resilience.h"
+#include "agilestat_json.h"
 #include "agilestat_resilience.h"
 #include "resilience.h"
 
@@ -257,102 +259,110 @@ void agilestat_resilience_json(const struct agile_state_slot *s)
 		       agile_action_name(r.core.last_action));
 }
 
-/* One Prometheus family: the feature it belongs to and how to read it. */
+/* One Prometheus family: the feature it belongs to and how to read it, a
+ * gauge's value or a counter's count (the other NULL), so a counter is
+ * written as the whole number it is. */
 struct family {
-	const char *name, *type, *help;
+	const char *name, *help;
 	uint32_t feature;
 	double (*value)(const struct reading *r);
+	uint64_t (*count)(const struct reading *r);
 };
 
-#define READER(fn, expr) \
+#define GAUGE(fn, expr) \
 	static double fn(const struct reading *r) { return (double)(expr); }
-READER(conc_limit, r->conc_limit)
-READER(conc_open, r->conc_held)
-READER(conc_waited, r->conc_waited)
-READER(conc_timeouts, r->conc_timeouts)
-READER(conc_reclaimed, r->conc_reclaimed)
-READER(breaker_ratio, r->breaker_ratio)
-READER(breaker_refused, r->breaker_refused)
-READER(quota_left, r->quota_left)
-READER(quota_reset, seconds(r->quota_reset_ns))
-READER(quota_refused, r->quota_refused)
-READER(window_left, r->window_left)
-READER(window_refused, r->window_refused)
-READER(http_paused, seconds(r->paused_ns))
-READER(http_pauses, r->http_pauses)
-READER(http_cache_hits, r->http_cache_hits)
-READER(connect_retries, r->connect_retries)
-READER(connect_timeouts, r->connect_timeouts)
-READER(keys_held, r->keys_held)
-READER(key_idle, r->key_idle)
-READER(key_capacity, r->key_capacity)
-READER(accepted, r->accepted)
-READER(shed, r->shed)
-#undef READER
+#define COUNTER(fn, expr) \
+	static uint64_t fn(const struct reading *r) { return (expr); }
+GAUGE(conc_limit, r->conc_limit)
+GAUGE(conc_open, r->conc_held)
+COUNTER(conc_waited, r->conc_waited)
+COUNTER(conc_timeouts, r->conc_timeouts)
+COUNTER(conc_reclaimed, r->conc_reclaimed)
+GAUGE(breaker_ratio, r->breaker_ratio)
+COUNTER(breaker_refused, r->breaker_refused)
+GAUGE(quota_left, r->quota_left)
+GAUGE(quota_reset, seconds(r->quota_reset_ns))
+COUNTER(quota_refused, r->quota_refused)
+GAUGE(window_left, r->window_left)
+COUNTER(window_refused, r->window_refused)
+GAUGE(http_paused, seconds(r->paused_ns))
+COUNTER(http_pauses, r->http_pauses)
+COUNTER(http_cache_hits, r->http_cache_hits)
+COUNTER(connect_retries, r->connect_retries)
+COUNTER(connect_timeouts, r->connect_timeouts)
+GAUGE(keys_held, r->keys_held)
+COUNTER(key_idle, r->key_idle)
+COUNTER(key_capacity, r->key_capacity)
+COUNTER(accepted, r->accepted)
+COUNTER(shed, r->shed)
+#undef COUNTER
+#undef GAUGE
 
 static const struct family families[] = {
-	{ "agile_concurrency_limit", "gauge",
-	  "Connections allowed open at once.", AGILE_FEATURE_CONCURRENCY,
-	  conc_limit },
-	{ "agile_concurrency_open", "gauge", "Connections open now.",
-	  AGILE_FEATURE_CONCURRENCY, conc_open },
-	{ "agile_concurrency_waits_total", "counter",
-	  "Connects that waited for a permit.", AGILE_FEATURE_CONCURRENCY,
-	  conc_waited },
-	{ "agile_concurrency_timeouts_total", "counter",
+	{ "agile_concurrency_limit",
+	  "Connections allowed open at once.",
+	  AGILE_FEATURE_CONCURRENCY, conc_limit, NULL },
+	{ "agile_concurrency_open",
+	  "Connections open now.", AGILE_FEATURE_CONCURRENCY, conc_open, NULL },
+	{ "agile_concurrency_waits_total",
+	  "Connects that waited for a permit.",
+	  AGILE_FEATURE_CONCURRENCY, NULL, conc_waited },
+	{ "agile_concurrency_timeouts_total",
 	  "Connects that gave up waiting (ETIMEDOUT).",
-	  AGILE_FEATURE_CONCURRENCY, conc_timeouts },
-	{ "agile_concurrency_reclaimed_total", "counter",
+	  AGILE_FEATURE_CONCURRENCY, NULL, conc_timeouts },
+	{ "agile_concurrency_reclaimed_total",
 	  "Permits taken back from processes that died.",
-	  AGILE_FEATURE_CONCURRENCY, conc_reclaimed },
-	{ "agile_breaker_drop_ratio", "gauge",
-	  "Share of calls the breaker turns away now.", AGILE_FEATURE_BREAKER,
-	  breaker_ratio },
-	{ "agile_breaker_refused_total", "counter",
-	  "Connects the breaker refused.", AGILE_FEATURE_BREAKER,
-	  breaker_refused },
-	{ "agile_quota_remaining", "gauge",
-	  "Calls left in the quota's period.", AGILE_FEATURE_QUOTA,
-	  quota_left },
-	{ "agile_quota_reset_seconds", "gauge",
-	  "Seconds until the quota's period ends.", AGILE_FEATURE_QUOTA,
-	  quota_reset },
-	{ "agile_quota_refused_total", "counter",
-	  "Connects refused over the quota.", AGILE_FEATURE_QUOTA,
-	  quota_refused },
-	{ "agile_window_remaining", "gauge",
-	  "Calls left in the sliding window.", AGILE_FEATURE_WINDOW,
-	  window_left },
-	{ "agile_window_refused_total", "counter",
-	  "Connects refused over the sliding window.", AGILE_FEATURE_WINDOW,
-	  window_refused },
-	{ "agile_http_paused_seconds", "gauge",
+	  AGILE_FEATURE_CONCURRENCY, NULL, conc_reclaimed },
+	{ "agile_breaker_drop_ratio",
+	  "Share of calls the breaker turns away now.",
+	  AGILE_FEATURE_BREAKER, breaker_ratio, NULL },
+	{ "agile_breaker_refused_total",
+	  "Connects the breaker refused.",
+	  AGILE_FEATURE_BREAKER, NULL, breaker_refused },
+	{ "agile_quota_remaining",
+	  "Calls left in the quota's period.",
+	  AGILE_FEATURE_QUOTA, quota_left, NULL },
+	{ "agile_quota_reset_seconds",
+	  "Seconds until the quota's period ends.",
+	  AGILE_FEATURE_QUOTA, quota_reset, NULL },
+	{ "agile_quota_refused_total",
+	  "Connects refused over the quota.",
+	  AGILE_FEATURE_QUOTA, NULL, quota_refused },
+	{ "agile_window_remaining",
+	  "Calls left in the sliding window.",
+	  AGILE_FEATURE_WINDOW, window_left, NULL },
+	{ "agile_window_refused_total",
+	  "Connects refused over the sliding window.",
+	  AGILE_FEATURE_WINDOW, NULL, window_refused },
+	{ "agile_http_paused_seconds",
 	  "Seconds the bucket stays paused by a Retry-After.",
-	  AGILE_FEATURE_HTTP, http_paused },
-	{ "agile_http_pauses_total", "counter",
-	  "429/503 responses with a Retry-After.", AGILE_FEATURE_HTTP,
-	  http_pauses },
-	{ "agile_http_cache_hits_total", "counter",
+	  AGILE_FEATURE_HTTP, http_paused, NULL },
+	{ "agile_http_pauses_total",
+	  "429/503 responses with a Retry-After.",
+	  AGILE_FEATURE_HTTP, NULL, http_pauses },
+	{ "agile_http_cache_hits_total",
 	  "Responses kept out of the signal as cache hits.",
-	  AGILE_FEATURE_HTTP, http_cache_hits },
-	{ "agile_connect_retries_total", "counter",
-	  "Connect retries after a refusal.", AGILE_FEATURE_CONNECT,
-	  connect_retries },
-	{ "agile_connect_timeouts_total", "counter",
-	  "Connects that hit connect_timeout.", AGILE_FEATURE_CONNECT,
-	  connect_timeouts },
-	{ "agile_keys", "gauge", "Addresses with their own bucket.",
-	  AGILE_FEATURE_KEYS, keys_held },
-	{ "agile_key_idle_evictions_total", "counter",
-	  "Addresses reclaimed after going idle.", AGILE_FEATURE_KEYS,
-	  key_idle },
-	{ "agile_key_capacity_evictions_total", "counter",
-	  "Addresses evicted by the key bound.", AGILE_FEATURE_KEYS,
-	  key_capacity },
-	{ "agile_accepted_total", "counter",
-	  "Connections a listener accepted.", AGILE_FEATURE_INBOUND, accepted },
-	{ "agile_shed_total", "counter",
-	  "Connections a listener shed.", AGILE_FEATURE_INBOUND, shed },
+	  AGILE_FEATURE_HTTP, NULL, http_cache_hits },
+	{ "agile_connect_retries_total",
+	  "Connect retries after a refusal.",
+	  AGILE_FEATURE_CONNECT, NULL, connect_retries },
+	{ "agile_connect_timeouts_total",
+	  "Connects that hit connect_timeout.",
+	  AGILE_FEATURE_CONNECT, NULL, connect_timeouts },
+	{ "agile_keys",
+	  "Addresses with their own bucket.",
+	  AGILE_FEATURE_KEYS, keys_held, NULL },
+	{ "agile_key_idle_evictions_total",
+	  "Addresses reclaimed after going idle.",
+	  AGILE_FEATURE_KEYS, NULL, key_idle },
+	{ "agile_key_capacity_evictions_total",
+	  "Addresses evicted by the key bound.",
+	  AGILE_FEATURE_KEYS, NULL, key_capacity },
+	{ "agile_accepted_total",
+	  "Connections a listener accepted.",
+	  AGILE_FEATURE_INBOUND, NULL, accepted },
+	{ "agile_shed_total",
+	  "Connections a listener shed.", AGILE_FEATURE_INBOUND, NULL, shed },
 };
 
 void agilestat_resilience_prometheus(const struct agile_state_slot *const *s,
@@ -372,12 +382,19 @@ void agilestat_resilience_prometheus(const struct agile_state_slot *const *s,
 			if (!header) {
 				printf("# HELP %s %s\n# TYPE %s %s\n",
 				       families[f].name, families[f].help,
-				       families[f].name, families[f].type);
+				       families[f].name,
+				       families[f].count != NULL ? "counter"
+				                                 : "gauge");
 				header = true;
 			}
 			printf("%s", families[f].name);
 			labels(i, arg);
-			printf(" %.9g\n", families[f].value(&r));
+			if (families[f].count != NULL)
+				agilestat_prometheus_counter(
+					families[f].count(&r));
+			else
+				agilestat_prometheus_gauge(
+					families[f].value(&r));
 		}
 	}
 }
