@@ -35,13 +35,11 @@ static inline int64_t agile__unix_ns(void)
  * Sleep until the monotonic time `when_ns`; errno is untouched.
  *
  * A signal that interrupts the wait has its handler run by the kernel, and
- * the wait then resumes: the pacing wait is the preload's, not the program's,
- * so it behaves like a restartable call.  A blocking send that a signal
- * would have interrupted with EINTR therefore reports it (if at all) after
- * the wait, at most one pacing interval late; returning EINTR from a send
- * that would not have blocked would break programs written for SA_RESTART
- * handlers, which is worse.  A non-blocking socket never returns EINTR, so
- * for it this is exact.  A handler may also leave the wait for good with
+ * the wait then resumes, like a restartable call.  This is the wait the
+ * resilience settings add inside connect() (retry's back-off, the waits of
+ * key_rate and of over=wait); a send's wait for its grant may instead fail
+ * with EINTR, as a blocking send the kernel held would, when the handler
+ * asks for it (track.c, interrupt_reported).  A handler may also leave the wait for good with
  * siglongjmp, which is why the re-entrancy guard is down meanwhile
  * (agile__busy_suspend).
  */

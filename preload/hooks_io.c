@@ -46,6 +46,10 @@
 		errno = EBADF; \
 		return -1; \
 	} \
+	if (start_ == AGILE_SEND_INTERRUPTED) { \
+		errno = EINTR; \
+		return -1; \
+	} \
 	r_ = call; \
 	agile__track_after_send(t_, (ssize_t)r_, errno, start_, iov_, count_); \
 	return r_; \

@@ -11,7 +11,9 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -177,34 +179,97 @@ static int watch_prepare(struct pollfd *pfd)
 	return keep;
 }
 
-/* Sleep until `planned`, stamping responses that arrive meanwhile.  Signals
- * restart the wait, as in agile__sleep_until. */
-static void wait_watching(int64_t planned)
+/*
+ * Does the signal handler that just interrupted a wait in a send on `fd`
+ * expect that send to fail with EINTR?  The kernel's rule for a blocking
+ * send it holds (for room in the socket buffer): a handler installed
+ * without SA_RESTART makes it fail with EINTR, one with SA_RESTART restarts
+ * it; a non-blocking socket never waits, so never fails that way.  The
+ * preload's wait for a grant is such a hold, and a program that installs a
+ * handler without SA_RESTART is asking for it: alarm() as the timeout of a
+ * request, a flag set by SIGTERM that the main loop checks when a call
+ * fails.  Resumed instead, the wait swallowed that timeout: the request
+ * went out after it, and a server that never answered held the program's
+ * receive for ever (tests/preload/alarm_timeout.sh).
+ *
+ * The kernel does not say which signal interrupted the sleep, so every
+ * signal that could have is asked: one not blocked in this thread (the
+ * handler's own mask is undone when it returns) with a handler installed
+ * without SA_RESTART.  When there is none, every handler that can have run
+ * wants restarting, and the wait resumes; when there is one, the send
+ * fails, also in the rare program that has both kinds and got a restarting
+ * one.  About 64 sigaction() calls, made only when a handler ran during a
+ * wait.  Nothing is asked unless the socket is blocking.
+ */
+static bool interrupt_reported(int fd)
+{
+	sigset_t blocked;
+	int saved = errno;
+	int flags = agile__libc.fcntl(fd, F_GETFL);
+	bool report = false;
+
+	if (flags >= 0 && !(flags & O_NONBLOCK) &&
+	    pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0) {
+		for (int sig = 1; sig < NSIG && !report; sig++) {
+			struct sigaction action;
+
+			if (sig == SIGKILL || sig == SIGSTOP ||
+			    sigismember(&blocked, sig) == 1 ||
+			    sigaction(sig, NULL, &action) != 0)
+				continue;
+			report = action.sa_handler != SIG_DFL &&
+			         action.sa_handler != SIG_IGN &&
+			         !(action.sa_flags & SA_RESTART);
+		}
+	}
+	errno = saved;
+	return report;
+}
+
+/*
+ * Sleep until `planned`, stamping responses that arrive meanwhile.  A
+ * signal's handler runs, and the wait then resumes (as in
+ * agile__sleep_until), unless `interruptible_fd` is a socket whose send
+ * the handler expects to fail with EINTR (interrupt_reported): then it
+ * returns true, early.  -1: never early.
+ */
+static bool wait_watching_on(int64_t planned, int interruptible_fd)
 {
 	struct pollfd pfd[WATCH_MAX];
 
 	for (;;) {
 		int64_t now = agile__now_ns();
 		struct timespec timeout;
-		int n, rc, busy;
+		int n, rc, busy, error;
 
 		if (now >= planned)
-			return;
+			return false;
 		n = watch_prepare(pfd);
-		if (n == 0) {
-			agile__sleep_until(planned);
-			return;
-		}
-		timeout.tv_sec = (planned - now) / AGILE_NS_PER_S;
-		timeout.tv_nsec = (planned - now) % AGILE_NS_PER_S;
 		busy = agile__busy_suspend(); /* a handler may jump out */
-		rc = ppoll(pfd, (nfds_t)n, &timeout, NULL);
-		agile__busy_resume(busy);
-		if (rc < 0 && errno != EINTR) {
-			agile__sleep_until(planned);
-			return;
+		if (n == 0) {
+			timeout.tv_sec = planned / AGILE_NS_PER_S;
+			timeout.tv_nsec = planned % AGILE_NS_PER_S;
+			error = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+			                        &timeout, NULL);
+			rc = error == 0 ? 0 : -1;
+		} else {
+			timeout.tv_sec = (planned - now) / AGILE_NS_PER_S;
+			timeout.tv_nsec = (planned - now) % AGILE_NS_PER_S;
+			rc = ppoll(pfd, (nfds_t)n, &timeout, NULL);
+			error = rc < 0 ? errno : 0;
 		}
-		if (rc <= 0)
+		agile__busy_resume(busy);
+		if (rc < 0 && error == EINTR) {
+			if (interruptible_fd >= 0 &&
+			    interrupt_reported(interruptible_fd))
+				return true;
+			continue;
+		}
+		if (rc < 0) {
+			agile__sleep_until(planned);
+			return false;
+		}
+		if (rc == 0 || n == 0)
 			continue;
 		now = agile__now_ns();
 		for (int i = 0; i < n; i++) {
@@ -221,6 +286,12 @@ static void wait_watching(int64_t planned)
 			                            __ATOMIC_ACQUIRE);
 		}
 	}
+}
+
+/* wait_watching_on that is never cut short (the fleet's callback too). */
+static void wait_watching(int64_t planned)
+{
+	(void)wait_watching_on(planned, -1);
 }
 
 /*
@@ -270,14 +341,34 @@ static int64_t send_slot(struct agile_state_slot *s, int64_t now)
 	return slot;
 }
 
-/* Wait for the socket's unwaited grant, if any.  Returns the time after. */
-static int64_t settle_grant(struct agile_fd *t, int64_t now)
+/*
+ * Wait for the socket's unwaited grant, if any.  Returns the time after.
+ * `interruptible`: the wait is a send's, which a signal's handler may end
+ * with EINTR (interrupt_reported); *interrupted then says so, and the grant
+ * stays the socket's, so the send the program retries waits only for the
+ * rest of it.  Only the grant's wait is cut short: the send's spacing and
+ * the fleet's slot after it are at most about a second, and were reserved
+ * for this send already.
+ */
+static int64_t settle_grant(struct agile_fd *t, int64_t now,
+                            bool interruptible, bool *interrupted)
 {
 	int64_t planned = __atomic_exchange_n(&t->grant_ns, 0,
 	                                      __ATOMIC_ACQ_REL);
 
 	if (planned > now) {
-		wait_watching(planned);
+		if (wait_watching_on(planned, interruptible ? fd_of(t) : -1)) {
+			int64_t none = 0;
+
+			/* Not over a grant another thread planned on the
+			 * socket meanwhile. */
+			__atomic_compare_exchange_n(&t->grant_ns, &none,
+			                            planned, false,
+			                            __ATOMIC_ACQ_REL,
+			                            __ATOMIC_ACQUIRE);
+			*interrupted = true;
+			return agile__now_ns();
+		}
 		now = agile__now_ns();
 	}
 	if (planned != 0) {
@@ -336,7 +427,7 @@ static void connect_failed(struct agile_fd *t, struct agile_state_slot *s,
 	 * the permit goes back (resilience_hook.c). */
 	agile__resilience_outcome(t, s, AGILE_OUTCOME_UNREACHABLE, 0,
 	                          agile__now_ns());
-	now = settle_grant(t, agile__now_ns());
+	now = settle_grant(t, agile__now_ns(), false, NULL);
 	agile__destinations_tick(t->dest, s, now);
 }
 
@@ -668,6 +759,7 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	uint8_t request = load8(&t->request);
 	uint64_t conn = __atomic_load_n(&t->conn_id, __ATOMIC_RELAXED);
 	struct agile_state_slot *s;
+	bool interrupted = false;
 	int64_t now;
 
 	/* A connection a listener accepted is never paced (inbound.c). */
@@ -702,11 +794,11 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 			                 agile__destinations_take(t->dest, s,
 			                                          now),
 			                 __ATOMIC_RELEASE);
-		now = settle_grant(t, now);
+		now = settle_grant(t, now, true, &interrupted);
 		break;
 	}
 	case AGILE_REQ_GRANTED:
-		now = settle_grant(t, now);
+		now = settle_grant(t, now, true, &interrupted);
 		break;
 	default:
 		break;
@@ -714,6 +806,8 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;
+	if (interrupted)
+		return AGILE_SEND_INTERRUPTED;
 	/* Another thread may have closed the socket while this one waited
 	 * (a watchdog giving up on the connection), and the number may hold
 	 * a file, a pipe or another connection by now: the send, which
@@ -1099,7 +1193,7 @@ void agile__track_fdopen(struct agile_fd *t)
 	                 __ATOMIC_RELAXED);
 	__atomic_fetch_or(&t->flags, AGILE_FD_STDIO, __ATOMIC_RELEASE);
 	s = slot_of(t);
-	now = settle_grant(t, agile__now_ns());
+	now = settle_grant(t, agile__now_ns(), false, NULL);
 	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;
@@ -1188,7 +1282,7 @@ static void settle_for_stdio(struct agile_fd *t)
 	if ((load8(&t->flags) & AGILE_FD_INBOUND) ||
 	    __atomic_load_n(&t->grant_ns, __ATOMIC_ACQUIRE) == 0)
 		return;
-	now = settle_grant(t, agile__now_ns());
+	now = settle_grant(t, agile__now_ns(), false, NULL);
 	agile__destinations_tick(t->dest, slot_of(t), now);
 }
 

@@ -82,9 +82,13 @@ int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len);
  * number reused): the entry is forgotten and the hook passes the call
  * through; AGILE_SEND_CLOSED when another thread closed the socket while
  * this one waited for its grant: the hook fails with EBADF rather than send
- * to whatever holds the number now. */
+ * to whatever holds the number now; AGILE_SEND_INTERRUPTED when a signal
+ * handler installed without SA_RESTART ran during the wait on a blocking
+ * socket: the hook fails with EINTR, nothing sent, and the grant is kept
+ * for the send the program retries (track.c, interrupt_reported). */
 #define AGILE_SEND_PASS (-1)
 #define AGILE_SEND_CLOSED (-2)
+#define AGILE_SEND_INTERRUPTED (-3)
 int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
                                  int count);
 /* After it: `result` is its return value (> 0 means that many of the bytes

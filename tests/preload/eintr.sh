@@ -1,14 +1,16 @@
 #!/bin/sh
-# eintr.sh - a signal during the pacing wait restarts the wait, after the
-# program's handler ran.
+# eintr.sh - a signal during the pacing wait runs the program's handler,
+# and the wait goes on for what is left of it.
 #
 # A Python client with a SIGALRM handler firing every 5 ms (installed
 # without SA_RESTART, as Python does) makes six requests on a kept-alive
 # connection at floor=max=2/s, so every request after the first sleeps
-# 0.5 s in the preload while hundreds of signals arrive.  The wait must
-# neither end early (Python retries an EINTR by itself, and a wait cut
-# short would let the request out ahead of its grant) nor start over from
-# scratch: the six take 2.5 s within 15%, the server sees 2/s, no call
+# 0.5 s in the preload while hundreds of signals arrive.  Each signal fails
+# the send with EINTR (a blocking socket, a handler without SA_RESTART:
+# tests/fault/eintr.sh) and Python, having run the handler, retries it.
+# The wait must neither end early (a retried send that did not wait for
+# the rest of the same grant would let the request out ahead of it) nor
+# start over from scratch: the six take 2.5 s within 15%, the server sees 2/s, no call
 # fails, the handler runs, and every request is a sample.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
