@@ -273,9 +273,11 @@ static void print_json(const struct view *v, int n)
 		printf(",\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"fast_ms\":%.3f"
 		       ",\"baseline_ms\":%.3f", ms(st->p50_ns), ms(st->p99_ns),
 		       ms(st->fast_ns), ms(st->baseline_ns));
-		printf(",\"samples\":%llu,\"samples_total\":%llu",
+		printf(",\"samples\":%llu,\"samples_total\":%llu"
+		       ",\"grants_total\":%llu",
 		       (unsigned long long)st->samples,
-		       (unsigned long long)st->totals.samples);
+		       (unsigned long long)st->totals.samples,
+		       (unsigned long long)st->totals.grants);
 		printf(",\"connects\":%llu,\"unreachable\":%llu"
 		       ",\"truncated\":%llu",
 		       (unsigned long long)v->connects,

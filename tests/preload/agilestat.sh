@@ -60,12 +60,15 @@ python3 - "$tmp/json" <<'PY' || fail "--json lacks documented keys: $(cat "$tmp/
 import json, sys
 d = json.load(open(sys.argv[1]))["destinations"][0]
 keys = ["name", "dest", "rate", "used", "p50_ms", "p99_ms", "baseline_ms",
-        "samples", "samples_total", "connects", "unreachable", "truncated",
+        "samples", "samples_total", "grants_total", "connects",
+        "unreachable", "truncated",
         "fast_ms", "tail_ratio", "tail_threshold", "cold_start",
         "live_processes", "blind"]
 missing = [k for k in keys if k not in d]
-print("  json keys missing:", missing, "samples_total", d["samples_total"], "blind", d["blind"])
-sys.exit(1 if missing or d["samples_total"] != 10 or not d["blind"] else 0)
+print("  json keys missing:", missing, "samples_total", d["samples_total"],
+      "grants_total", d["grants_total"], "blind", d["blind"])
+sys.exit(1 if missing or d["samples_total"] != 10 or
+         d["grants_total"] != 10 or not d["blind"] else 0)
 PY
 
 "$AGILESTAT" --prometheus >"$tmp/prom" || fail "agilestat --prometheus failed"
