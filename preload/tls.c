@@ -299,6 +299,12 @@ void agile__tls_reset(struct agile_tls *tls)
 	memset(tls, 0, sizeof(*tls));
 }
 
+bool agile__tls_hello_record(const uint8_t *p)
+{
+	return head_plausible(p, HEADER_LEN, true) &&
+	       is_client_hello(p, HEADER_LEN + HANDSHAKE_HEADER_LEN);
+}
+
 enum agile_tls_send agile__tls_classify(const struct agile_tls *tls,
                                         const struct iovec *iov, int count,
                                         size_t len)

@@ -12,7 +12,10 @@
  * What is recognised from the headers and the order of the flights:
  *   - A connection is TLS when the first bytes the client sends are a
  *     ClientHello in one record: type 22, version 3.0 to 3.4, handshake
- *     type 1 whose length fills the record.
+ *     type 1 whose length fills the record.  A plain connection becomes TLS
+ *     where the client sends such a record later (SMTP's, IMAP's or POP3's
+ *     STARTTLS, MySQL's SSL request, PostgreSQL's SSLRequest): the caller
+ *     asks agile__tls_starts_hello and starts the walker afresh.
  *   - The server's first record answers the ClientHello.  The version is
  *     TLS 1.3 when the server sends application-data records (type 23, its
  *     encrypted handshake) while the client has sent nothing but
@@ -54,6 +57,7 @@
 #ifndef AGILE_PRELOAD_TLS_H
 #define AGILE_PRELOAD_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -143,6 +147,29 @@ static inline uint16_t agile__tls_flags(const struct agile_tls *tls)
 
 /* Start following a new connection. */
 void agile__tls_reset(struct agile_tls *tls);
+
+/* Are the 9 bytes at p a ClientHello record's header and handshake
+ * header, the record's length filled by the message? */
+bool agile__tls_hello_record(const uint8_t *p);
+
+/*
+ * Does a send of iov[0..count) begin with a whole ClientHello record's
+ * header and handshake header, in its first 9 bytes (tls.c checks them as
+ * the walker checks a connection's first record)?  Asked of each send on a
+ * plain connection, so the test of the first byte is inline: 0x16, the
+ * handshake type, is no printable character, and a binary protocol that
+ * sends it still has to match the eight bytes after it.
+ */
+static inline bool agile__tls_starts_hello(const struct iovec *iov,
+                                           int count)
+{
+	const uint8_t *p;
+
+	if (iov == NULL || count < 1 || iov[0].iov_len < 9 ||
+	    (p = iov[0].iov_base) == NULL || p[0] != 22)
+		return false;
+	return agile__tls_hello_record(p);
+}
 
 /* What sending the first `len` bytes of iov[0..count) would carry, without
  * moving the walker: asked before the call, to know whether it waits for a

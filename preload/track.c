@@ -752,6 +752,35 @@ static uint8_t tunnel_send(struct agile_fd *t, const struct iovec *iov,
 	return AGILE_REQ_GRANTED;
 }
 
+/*
+ * TLS started on a plain connection: the client sends a ClientHello after
+ * exchanges of the protocol's own (SMTP's, IMAP's or POP3's STARTTLS,
+ * MySQL's SSL request, LDAP's StartTLS, or TLS through a tunnel the
+ * preload did not recognise).  The walker decided at the connection's
+ * first bytes that it was not TLS, and counted the TLS that followed byte
+ * by byte: the ClientHello a request whose answer, the server's handshake
+ * flight, was a sample, and the client's Finished another request with a
+ * grant of its own (smtplib, STARTTLS and 10 NOOPs: 15 samples and 15
+ * grants a session with TLS 1.3, 16 and 16 with TLS 1.2, for 14 commands).
+ * The walker starts afresh at the ClientHello, before it is sent, so the
+ * server's answer cannot be read by another thread first: from there the
+ * connection is followed as one that began with it.  The ClientHello takes
+ * a grant as the next request would (none under pace=connect), or joins
+ * the request in flight (MySQL's SSL request is not answered); the
+ * handshake's answer ends that request without a sample; the first
+ * request inside TLS rides on its grant (tests/preload/starttls.sh: 14
+ * and 14).  The plain exchanges before it stay ordinary requests: that
+ * STARTTLS was setting up is known only once the ClientHello comes, after
+ * its answer was sampled.  Bytes that only look like a ClientHello (0x16,
+ * 3, a version up to 4, a length, 1, and a 3-byte length 4 short of the
+ * first) cost one request's sample: the walker gives up at the answer
+ * that is no TLS record, and the byte-level rules apply again.
+ */
+static void start_tls(struct agile_fd *t)
+{
+	agile__tls_reset(&t->tls);
+}
+
 int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
                                  int count)
 {
@@ -778,6 +807,9 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	if ((load8(&t->flags) & AGILE_FD_TUNNEL) &&
 	    request != AGILE_REQ_IN_FLIGHT)
 		request = tunnel_send(t, iov, count, request);
+	else if (agile__tls_stage(&t->tls) == AGILE_TLS_OFF &&
+	         agile__tls_starts_hello(iov, count))
+		start_tls(t);
 	if (!may_start_request(t, iov, count))
 		request = AGILE_REQ_IN_FLIGHT; /* nothing to wait for */
 	switch (request) {

@@ -600,6 +600,59 @@ START_TEST(gives_up_on_what_it_cannot_follow)
 }
 END_TEST
 
+/* The send that starts TLS on a plain connection (STARTTLS): a whole
+ * ClientHello record's header and handshake header in the first iovec's
+ * first 9 bytes, and nothing else that starts with the handshake type. */
+START_TEST(starts_hello_on_a_plain_connection)
+{
+	struct bytes *b = fresh();
+	struct iovec iov = { .iov_base = b->data };
+	struct iovec split[2];
+
+	client_hello(b);
+	iov.iov_len = b->len;
+	ck_assert(agile__tls_starts_hello(&iov, 1));
+	/* Its header and handshake header are all it needs. */
+	iov.iov_len = 9;
+	ck_assert(agile__tls_starts_hello(&iov, 1));
+	iov.iov_len = 8;
+	ck_assert(!agile__tls_starts_hello(&iov, 1));
+	ck_assert(!agile__tls_starts_hello(NULL, 0));
+	ck_assert(!agile__tls_starts_hello(&iov, 0));
+	/* Split over iovecs it is not seen (the byte-level rules go on). */
+	split[0].iov_base = b->data;
+	split[0].iov_len = 4;
+	split[1].iov_base = b->data + 4;
+	split[1].iov_len = b->len - 4;
+	ck_assert(!agile__tls_starts_hello(split, 2));
+
+	/* Another handshake message, a version that is not 3.x, a length
+	 * that does not fill the record, an application-data record. */
+	b = fresh();
+	handshake(b, 2, 100);
+	iov.iov_base = b->data;
+	iov.iov_len = b->len;
+	ck_assert(!agile__tls_starts_hello(&iov, 1));
+	b = fresh();
+	client_hello(b);
+	b->data[1] = 2;
+	ck_assert(!agile__tls_starts_hello(&iov, 1));
+	b->data[1] = 3;
+	b->data[8]++;
+	ck_assert(!agile__tls_starts_hello(&iov, 1));
+	b = fresh();
+	record(b, APP, 100);
+	ck_assert(!agile__tls_starts_hello(&iov, 1));
+	/* Plain protocols' commands. */
+	iov.iov_base = (void *)"STARTTLS\r\n";
+	iov.iov_len = 10;
+	ck_assert(!agile__tls_starts_hello(&iov, 1));
+	iov.iov_base = (void *)"\0\0\0\x08\x04\xd2\x16\x2f\0";
+	iov.iov_len = 9;
+	ck_assert(!agile__tls_starts_hello(&iov, 1));
+}
+END_TEST
+
 static Suite *tls_suite(void)
 {
 	Suite *s = suite_create("tls");
@@ -620,6 +673,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(tc, first_bytes_one_at_a_time);
 	tcase_add_test(tc, plain_protocols_are_given_up);
 	tcase_add_test(tc, gives_up_on_what_it_cannot_follow);
+	tcase_add_test(tc, starts_hello_on_a_plain_connection);
 	suite_add_tcase(s, tc);
 	return s;
 }
