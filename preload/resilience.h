@@ -64,7 +64,9 @@ enum agile_proto {
 	AGILE_PROTO_NONE = 0, /* nothing */
 	AGILE_PROTO_HTTP,     /* HTTP/1.x verdicts and exclude= (http.c) */
 	AGILE_PROTO_REDIS,    /* QUIT is no request (goodbye.c) */
-	AGILE_PROTO_POSTGRES  /* Terminate is no request (goodbye.c) */
+	AGILE_PROTO_POSTGRES, /* Terminate is no request (goodbye.c) */
+	AGILE_PROTO_MYSQL,    /* COM_QUIT is no request (goodbye.c) */
+	AGILE_PROTO_MEMCACHED /* quit is no request (goodbye.c) */
 };
 
 enum agile_shed_response {

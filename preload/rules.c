@@ -29,6 +29,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "goodbye.h"
 #include "internal.h"
 #include "rules.h"
 
@@ -178,7 +179,8 @@ static const struct key_spec keys[] = {
 	  "expected N/SPAN such as 100/1m, with N from 1 to "
 	  AGILE_STRINGIFY(AGILE_STATE_WINDOW_MAX), SCOPE_DEST },
 	{ "over", KEY_RESILIENCE, 0, "expected refuse or wait", SCOPE_DEST },
-	{ "proto", KEY_RESILIENCE, 0, "expected http, redis, postgres or none",
+	{ "proto", KEY_RESILIENCE, 0,
+	  "expected http, redis, postgres, mysql, memcached or none",
 	  SCOPE_BOTH },
 	{ "exclude", KEY_RESILIENCE, 0,
 	  "expected a comma-separated list of at most "
@@ -905,6 +907,10 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 			c->proto = AGILE_PROTO_REDIS;
 		else if (agile__name_is(value, "postgres"))
 			c->proto = AGILE_PROTO_POSTGRES;
+		else if (agile__name_is(value, "mysql"))
+			c->proto = AGILE_PROTO_MYSQL;
+		else if (agile__name_is(value, "memcached"))
+			c->proto = AGILE_PROTO_MEMCACHED;
 		else if (agile__name_is(value, "none"))
 			c->proto = AGILE_PROTO_NONE;
 		else
@@ -1033,11 +1039,10 @@ static void check_resilience(struct reporter *r, struct agile_rule *rule)
 	if (c->keys > 0 && c->key_rate <= 0)
 		report(r, "key \"keys\" has no effect without key_rate; expected "
 		       "key_rate=R as well");
-	if (rule->inbound && (c->proto == AGILE_PROTO_REDIS ||
-	                      c->proto == AGILE_PROTO_POSTGRES)) {
+	if (rule->inbound && agile__has_goodbye(c->proto)) {
 		report(r, "key \"proto\": %s applies to AGILE_DEST_ variables "
 		       "only; expected http or none on a listener",
-		       c->proto == AGILE_PROTO_REDIS ? "redis" : "postgres");
+		       agile__goodbye_proto_name(c->proto));
 		c->proto = AGILE_PROTO_NONE;
 	}
 	if (c->exclude_count > 0 && c->proto != AGILE_PROTO_HTTP)

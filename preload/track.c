@@ -633,8 +633,9 @@ static size_t iov_total(const struct iovec *iov, int count)
 	return n;
 }
 
-/* Is this send proto=redis's QUIT or proto=postgres's Terminate, which
- * ends the session and is no request (goodbye.c)? */
+/* Is this send the goodbye of the destination's declared protocol (redis's
+ * QUIT, PostgreSQL's Terminate, ...), which ends the session and is no
+ * request (goodbye.c)? */
 static inline bool is_goodbye(const struct agile_fd *t,
                               const struct iovec *iov, int count)
 {

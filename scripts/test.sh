@@ -56,13 +56,15 @@ want() {
 # Build tools and libraries, the real programs the integration tests run
 # (PostgreSQL's server and psql for goodbye.sh and postgres_tls.sh, which
 # start their own cluster; MariaDB's server and client for mariadb_tls.sh,
-# likewise; openssl for the certificates of the TLS tests),
+# likewise, and its mysqlslap, and memcached with libmemcached's memcslap,
+# for goodbye_mysql_memcached.sh; openssl for the certificates of the TLS
+# tests),
 # and what the fault tests use (valgrind; setpriv and mount from
 # util-linux; liburing for an io_uring client).
 packages=(gcc make autoconf automake libtool pkg-config check libbsd-dev
 	curl python3 apache2-utils redis-server redis-tools procps
-	postgresql-15 mariadb-server mariadb-client openssl valgrind util-linux
-	liburing-dev)
+	postgresql-15 mariadb-server mariadb-client memcached
+	libmemcached-tools openssl valgrind util-linux liburing-dev)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
 fi

@@ -1,6 +1,7 @@
 /*
- * check_goodbye.c - proto=redis's QUIT and proto=postgres's Terminate
- * (preload/goodbye.c): recognised exactly, in the forms real clients send
+ * check_goodbye.c - proto=redis's QUIT, proto=postgres's Terminate,
+ * proto=mysql's COM_QUIT and proto=memcached's quit (preload/goodbye.c):
+ * recognised exactly, in the forms real clients send
  * them and across iovecs, and nothing else: not a command written with
  * them, not a longer or shorter message, and never on a destination that
  * declared another protocol or none, where the same bytes may be a
@@ -76,6 +77,58 @@ START_TEST(postgres_terminate)
 }
 END_TEST
 
+START_TEST(mysql_com_quit)
+{
+	/* The mariadb client's, mysqlslap's and libmariadb's COM_QUIT. */
+	ck_assert(GOODBYE(AGILE_PROTO_MYSQL, "\1\0\0\0\1"));
+	/* A COM_QUERY ("select 1"), a COM_PING (0x0e), a COM_QUIT with
+	 * another sequence number or length, or followed by more. */
+	ck_assert(!GOODBYE(AGILE_PROTO_MYSQL, "\t\0\0\0\3select 1"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MYSQL, "\1\0\0\0\16"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MYSQL, "\1\0\0\1\1"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MYSQL, "\2\0\0\0\1\0"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MYSQL, "\1\0\0\0\1\1\0\0\0\1"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MYSQL, "\1\0\0\0"));
+	/* Another protocol's goodbye is not this one's, nor the reverse. */
+	ck_assert(!GOODBYE(AGILE_PROTO_MYSQL, "X\0\0\0\4"));
+	ck_assert(!GOODBYE(AGILE_PROTO_POSTGRES, "\1\0\0\0\1"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MEMCACHED, "\1\0\0\0\1"));
+}
+END_TEST
+
+START_TEST(memcached_quit)
+{
+	/* The binary protocol's QUIT and QUITQ: magic 0x80, the opcode, no
+	 * key, extras or body; the vbucket, opaque and CAS are the
+	 * client's. */
+	static const char quit[24] = "\x80\x07";
+	static const char quitq[24] = "\x80\x17\0\0\0\0\0\0\0\0\0\0"
+	                              "\x12\x34\x56\x78";
+	static const char get[24] = "\x80\x00";
+	static const char with_key[24] = "\x80\x07\0\1";
+	static const char with_body[24] = "\x80\x07\0\0\0\0\0\0\0\0\0\1";
+	static const char response[24] = "\x81\x07";
+
+	ck_assert(goodbye(AGILE_PROTO_MEMCACHED, quit, sizeof(quit)));
+	ck_assert(goodbye(AGILE_PROTO_MEMCACHED, quitq, sizeof(quitq)));
+	ck_assert(!goodbye(AGILE_PROTO_MEMCACHED, quit, sizeof(quit) - 1));
+	ck_assert(!goodbye(AGILE_PROTO_MEMCACHED, get, sizeof(get)));
+	ck_assert(!goodbye(AGILE_PROTO_MEMCACHED, with_key, sizeof(with_key)));
+	ck_assert(!goodbye(AGILE_PROTO_MEMCACHED, with_body,
+	                   sizeof(with_body)));
+	ck_assert(!goodbye(AGILE_PROTO_MEMCACHED, response, sizeof(response)));
+	/* The text protocol's, which memcached reads in lower case only. */
+	ck_assert(GOODBYE(AGILE_PROTO_MEMCACHED, "quit\r\n"));
+	ck_assert(GOODBYE(AGILE_PROTO_MEMCACHED, "quit\n"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MEMCACHED, "QUIT\r\n"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MEMCACHED, "quit"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MEMCACHED, "quit \r\n"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MEMCACHED, "get quit\r\n"));
+	ck_assert(!GOODBYE(AGILE_PROTO_MEMCACHED, "quit\r\nquit\r\n"));
+	ck_assert(!GOODBYE(AGILE_PROTO_REDIS, "quit\r\n\r"));
+}
+END_TEST
+
 /* Without a declaration the same bytes may be a request of any protocol:
  * nothing is ever a goodbye. */
 START_TEST(undeclared_protocols_have_no_goodbye)
@@ -88,6 +141,8 @@ START_TEST(undeclared_protocols_have_no_goodbye)
 		ck_assert(!GOODBYE(others[i], "*1\r\n$4\r\nQUIT\r\n"));
 		ck_assert(!GOODBYE(others[i], "QUIT\r\n"));
 		ck_assert(!GOODBYE(others[i], "X\0\0\0\4"));
+		ck_assert(!GOODBYE(others[i], "\1\0\0\0\1"));
+		ck_assert(!GOODBYE(others[i], "quit\r\n"));
 	}
 }
 END_TEST
@@ -127,6 +182,8 @@ static Suite *goodbye_suite(void)
 	tcase_add_test(tc, redis_quit_forms);
 	tcase_add_test(tc, redis_not_quit);
 	tcase_add_test(tc, postgres_terminate);
+	tcase_add_test(tc, mysql_com_quit);
+	tcase_add_test(tc, memcached_quit);
 	tcase_add_test(tc, undeclared_protocols_have_no_goodbye);
 	tcase_add_test(tc, gathered_across_iovecs);
 	suite_add_tcase(s, tc);

@@ -1647,6 +1647,10 @@ START_TEST(resilience_values)
 	ck_assert_uint_eq(c->proto, AGILE_PROTO_POSTGRES);
 	parse_ok("127.0.0.1:5432 max=5 proto=none");
 	ck_assert_uint_eq(c->proto, AGILE_PROTO_NONE);
+	parse_ok("127.0.0.1:3306 max=5 proto=mysql");
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_MYSQL);
+	parse_ok("127.0.0.1:11211 max=5 proto=memcached");
+	ck_assert_uint_eq(c->proto, AGILE_PROTO_MEMCACHED);
 
 	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive,law=vegas "
 	         "quota=20/s window=5/h");
@@ -1732,9 +1736,10 @@ START_TEST(resilience_errors)
 	ck_assert_only_message("127.0.0.1:80 max=5 proto=redis exclude=/h",
 	                       "AGILE_DEST_API: key \"exclude\" has no effect "
 	                       "without proto=http; expected proto=http as well");
-	ck_assert_only_message("127.0.0.1:80 max=5 proto=mysql",
-	                       "AGILE_DEST_API: key \"proto\": \"mysql\" is not "
-	                       "valid; expected http, redis, postgres or none");
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=smtp",
+	                       "AGILE_DEST_API: key \"proto\": \"smtp\" is not "
+	                       "valid; expected http, redis, postgres, mysql, "
+	                       "memcached or none");
 	ck_assert_only_message("127.0.0.1:80 max=5 shed=cpu",
 	                       "AGILE_DEST_API: key \"shed\" applies to "
 	                       "AGILE_LISTEN_ variables only; it is ignored here");
