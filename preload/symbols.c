@@ -11,7 +11,11 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 
+#include "pacer.h"
 #include "symbols.h"
 #include "process.h"
 
@@ -22,6 +26,20 @@ __thread int agile__busy __attribute__((tls_model("initial-exec")));
 
 static pthread_once_t bind_once = PTHREAD_ONCE_INIT;
 
+/*
+ * connect(2) carrying the pacer's mark (pacer.h): what the hooks call for
+ * connect in a process `agilerun --seccomp` started (AGILE_SECCOMP set, and
+ * under a seccomp filter), so that its pacer does not pace a second time the
+ * connections this library paces.  Made through libc's syscall(),
+ * which, unlike connect(), is no cancellation point: a thread cancelled
+ * while it connects under the filter is cancelled at its next one.
+ */
+static int marked_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	return (int)agile__next_syscall()(SYS_connect, (long)fd, addr,
+	                                  (long)len, AGILE_PACER_MARK);
+}
+
 #define BIND(field, name) \
 	(*(void **)&agile__libc.field = dlsym(RTLD_NEXT, name))
 
@@ -30,6 +48,9 @@ static void bind_all(void)
 	agile__enter();
 	BIND(socket, "socket");
 	BIND(connect, "connect");
+	if (getenv("AGILE_SECCOMP") != NULL &&
+	    prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2 && agile__next_syscall())
+		agile__libc.connect = marked_connect;
 	BIND(send, "send");
 	BIND(sendto, "sendto");
 	BIND(sendmsg, "sendmsg");

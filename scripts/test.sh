@@ -60,11 +60,12 @@ want() {
 # for goodbye_mysql_memcached.sh; openssl for the certificates of the TLS
 # tests),
 # and what the fault tests use (valgrind; setpriv and mount from
-# util-linux; liburing for an io_uring client).
+# util-linux; liburing for an io_uring client; Go for a client that makes
+# its own system calls, paced by agilerun --seccomp).
 packages=(gcc make autoconf automake libtool pkg-config check libbsd-dev
 	curl python3 apache2-utils redis-server redis-tools procps
 	postgresql-15 mariadb-server mariadb-client memcached
-	libmemcached-tools openssl valgrind util-linux liburing-dev)
+	libmemcached-tools openssl valgrind util-linux liburing-dev golang-go)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
 fi

@@ -35,10 +35,11 @@
  *                summary then goes nowhere, the exit status alone reports
  *
  * Prints one line: "requests R failed F elapsed S signals K send_eintr E
- * recv_eintr I preload P", P being 1 when libagilepreload is mapped into
- * the process.  Exit 0 when every request got a response starting with
- * "HTTP/", and with -R no call failed with EINTR; 1 otherwise; 2 on bad
- * usage.
+ * recv_eintr I preload P connect_error C", P being 1 when libagilepreload
+ * is mapped into the process, C the errno of the first connect that failed
+ * (0 when none did).  Exit 0 when every request got a response starting
+ * with "HTTP/", and with -R no call failed with EINTR; 1 otherwise; 2 on
+ * bad usage.
  *
  * Built dynamically by make; tests/fault/exec.sh also builds it with
  * `cc -static`, a program the preload cannot enter.
@@ -123,6 +124,17 @@ static int fill_descriptors(int *opened, int cap)
 	return n;
 }
 
+/* The errno of the first connect that failed, 0 until one does. */
+static int connect_error;
+
+static void connect_failed(int error)
+{
+	int none = 0;
+
+	__atomic_compare_exchange_n(&connect_error, &none, error, false,
+	                            __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+}
+
 static int connect_socket(int fd, const struct sockaddr_in *addr)
 {
 	struct pollfd pfd = { .fd = fd, .events = POLLOUT };
@@ -132,8 +144,10 @@ static int connect_socket(int fd, const struct sockaddr_in *addr)
 	if (!nonblocking_connect) {
 		if (connect(fd, (const struct sockaddr *)addr,
 		            sizeof(*addr)) != 0) {
-			if (errno != EINTR)
+			if (errno != EINTR) {
+				connect_failed(errno);
 				return -1;
+			}
 			/* An interrupted connect goes on in the kernel. */
 			while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
 				;
@@ -151,8 +165,10 @@ static int connect_socket(int fd, const struct sockaddr_in *addr)
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 ||
-	    error != 0)
+	    error != 0) {
+		connect_failed(error != 0 ? error : errno);
 		return -1;
+	}
 	return 0;
 }
 
@@ -168,9 +184,10 @@ static bool raw_request(const struct sockaddr_in *addr, const char *req,
 
 	if (fd < 0)
 		return false;
-	if (syscall(SYS_connect, fd, addr, sizeof(*addr)) == 0 &&
-	    syscall(SYS_sendto, fd, req, len, MSG_NOSIGNAL, NULL, 0) ==
-	    (long)len) {
+	if (syscall(SYS_connect, fd, addr, sizeof(*addr)) != 0)
+		connect_failed(errno);
+	else if (syscall(SYS_sendto, fd, req, len, MSG_NOSIGNAL, NULL, 0) ==
+	         (long)len) {
 		for (;;) {
 			n = syscall(SYS_recvfrom, fd, buf + have,
 			            sizeof(buf) - 1 - (size_t)have, 0, NULL, NULL);
@@ -377,9 +394,9 @@ int main(int argc, char **argv)
 		setitimer(ITIMER_REAL, &off, NULL);
 	}
 	printf("requests %d failed %d elapsed %.3f signals %d send_eintr %d "
-	       "recv_eintr %d preload %d\n", threads * requests, failed,
-	       now_s() - start, (int)signals, send_eintr, recv_eintr,
-	       preload_mapped());
+	       "recv_eintr %d preload %d connect_error %d\n",
+	       threads * requests, failed, now_s() - start, (int)signals,
+	       send_eintr, recv_eintr, preload_mapped(), connect_error);
 	return failed == 0 &&
 	       (!alarm_restart || send_eintr + recv_eintr == 0) ? 0 : 1;
 }

@@ -1,0 +1,296 @@
+/*
+ * pacer.c - pacing the connections of programs LD_PRELOAD cannot reach.
+ *
+ * A statically linked program runs no dynamic loader, and a Go program
+ * makes its socket calls as system calls of its own: neither calls libc's
+ * connect(), so the hooks never see them.  `agilerun --seccomp` installs a
+ * seccomp filter in the command's process before it execs, which hands
+ * every connect(2) of the command and of everything it starts to a
+ * supervisor (seccomp_unotify(2)), and this is that supervisor: a process
+ * of its own that loads this library, reads each connect's address out of
+ * the caller's memory, matches it against the same AGILE_DEST_ rules, takes
+ * the connection's grant from the same slot of the same state file as the
+ * preload would, and lets the call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
+ * when the grant is due.  The budget is therefore shared with every
+ * preloaded process, and `agilestat` counts these connections as its own.
+ *
+ * What it cannot do, and says in agilerun(1): it sees the connect and
+ * nothing after it, so it paces connections, not the requests on a
+ * kept-alive one, measures no round trip and cannot tell a refused
+ * connection from an accepted one; the controller holds its rate for
+ * these (no samples) unless preloaded processes feed it.
+ *
+ * A process under the filter that has the preload loaded (a dynamically
+ * linked child, LD_PRELOAD being inherited) paces the connects it makes
+ * through libc itself, and marks them (AGILE_PACER_MARK, symbols.c): the
+ * filter lets those through without asking, or each such connection would
+ * take two grants.  A Go program's own connects carry no mark, preload or
+ * not, and come here.  The pacer waits for grants with a heap of due times and one ppoll(), so one
+ * slow destination never holds up another's connects.  It stops when the
+ * filter has no process left (POLLHUP on the listener).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "atomics.h"
+#include "clock.h"
+#include "destinations.h"
+#include "log.h"
+#include "pacer.h"
+#include "state.h"
+#include "symbols.h"
+
+/* A connect held until its grant is due. */
+struct held {
+	int64_t due_ns;
+	uint64_t id;
+};
+
+/* The held connects, a binary min-heap on due_ns. */
+static struct held *heap;
+static size_t heap_count, heap_cap;
+
+/* Queue `h`; false when there is no memory to, and it must go on now. */
+static bool heap_push(struct held h)
+{
+	size_t i;
+
+	if (heap_count == heap_cap) {
+		size_t cap = heap_cap != 0 ? heap_cap * 2 : 64;
+		struct held *grown = realloc(heap, cap * sizeof(*grown));
+
+		if (grown == NULL)
+			return false;
+		heap = grown;
+		heap_cap = cap;
+	}
+	i = heap_count++;
+	while (i > 0 && heap[(i - 1) / 2].due_ns > h.due_ns) {
+		heap[i] = heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	heap[i] = h;
+	return true;
+}
+
+static struct held heap_pop(void)
+{
+	struct held top = heap[0], last = heap[--heap_count];
+	size_t i = 0;
+
+	for (;;) {
+		size_t child = 2 * i + 1;
+
+		if (child >= heap_count)
+			break;
+		if (child + 1 < heap_count &&
+		    heap[child + 1].due_ns < heap[child].due_ns)
+			child++;
+		if (heap[child].due_ns >= last.due_ns)
+			break;
+		heap[i] = heap[child];
+		i = child;
+	}
+	if (heap_count > 0)
+		heap[i] = last;
+	return top;
+}
+
+/* The seccomp listener, and the response buffer, sized as the kernel says. */
+static int pacer_listener = -1;
+static struct seccomp_notif_resp *resp;
+static size_t resp_size;
+
+/* Let the connect with notification `id` go on.  ENOENT: its caller is
+ * gone or was interrupted meanwhile, and there is nothing to let go. */
+static void release(uint64_t id)
+{
+	memset(resp, 0, resp_size);
+	resp->id = id;
+	resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+	while (ioctl(pacer_listener, SECCOMP_IOCTL_NOTIF_SEND, resp) < 0 &&
+	       errno == EINTR)
+		continue;
+}
+
+/* The thread group of thread `tid`, from /proc/<tid>/status; 0 unknown. */
+static pid_t thread_group(pid_t tid)
+{
+	char path[64], buf[512];
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strstr(buf, "\nTgid:");
+	return p != NULL ? (pid_t)strtol(p + 6, NULL, 10) : 0;
+}
+
+/* Whether descriptor `fd` of thread `tid` is a stream socket: a copy of it
+ * through pidfd_getfd(2) answers SO_TYPE.  When no copy can be had (an
+ * older kernel, a process that does not let us), it is taken for one, as a
+ * rule naming the address says it carries requests. */
+static bool is_stream(pid_t tid, int fd)
+{
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+	pid_t tgid = thread_group(tid);
+	int pidfd, copy, type = 0;
+	socklen_t len = sizeof(type);
+	bool stream = true;
+
+	if (tgid <= 0)
+		return true;
+	pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
+	if (pidfd < 0)
+		return true;
+	copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	close(pidfd);
+	if (copy < 0)
+		return true;
+	if (getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
+		stream = type == SOCK_STREAM;
+	close(copy);
+	return stream;
+#else
+	(void)tid;
+	(void)fd;
+	return true;
+#endif
+}
+
+/* Whether notification `id` still stands for the call it was received for:
+ * after reading the caller's memory, so that what was read was that call's
+ * (the caller may have died and its thread id been reused meanwhile). */
+static bool still_valid(uint64_t id)
+{
+	return ioctl(pacer_listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* The time connect `req` may go on: 0 now, else its grant's planned time;
+ * -1 when it no longer needs an answer. */
+static int64_t decide(const struct seccomp_notif *req)
+{
+	static bool told;
+	struct sockaddr_storage addr;
+	struct iovec local, remote;
+	socklen_t len = (socklen_t)req->data.args[2];
+	struct agile_state_slot *s;
+	int64_t now, planned;
+	int dest;
+
+	if (req->data.nr != SYS_connect)
+		return 0;
+	if (len < sizeof(sa_family_t) || len > sizeof(addr))
+		return 0;
+	memset(&addr, 0, sizeof(addr));
+	local.iov_base = &addr;
+	local.iov_len = len;
+	remote.iov_base = (void *)(uintptr_t)req->data.args[1];
+	remote.iov_len = len;
+	if (process_vm_readv((pid_t)req->pid, &local, 1, &remote, 1, 0) !=
+	    (ssize_t)len) {
+		if (errno == EPERM && !told) {
+			told = true;
+			agile__log(AGILE_LOG_WARN, "agilerun --seccomp: cannot "
+			           "read the program's memory (%s); its "
+			           "connections go unpaced", strerror(errno));
+		}
+		return still_valid(req->id) ? 0 : -1;
+	}
+	if (!still_valid(req->id))
+		return -1;
+	dest = agile__destinations_match((const struct sockaddr *)&addr, len);
+	if (dest < 0 || !is_stream((pid_t)req->pid, (int)req->data.args[0]))
+		return 0;
+	s = agile__destinations_slot(dest);
+	now = agile__now_ns();
+	planned = agile__destinations_take(dest, s, now);
+	agile__add_u64(&s->connects, 1);
+	agile__destinations_tick(dest, s, now);
+	if (agile__log_enabled(AGILE_LOG_DEBUG))
+		agile__log(AGILE_LOG_DEBUG, "pid %d: connect to %s, grant in "
+		           "%.3f ms", (int)req->pid, s->name,
+		           (double)(planned - now) / AGILE_NS_PER_MS);
+	return planned > now ? planned : 0;
+}
+
+AGILE_EXPORT int agile_pacer_run(int listener)
+{
+	struct seccomp_notif_sizes sizes;
+	struct seccomp_notif *req;
+	size_t req_size;
+
+	/* The pacer's own calls go straight to libc: it is the supervisor,
+	 * not a program to throttle. */
+	agile__enter();
+	pacer_listener = listener;
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+		return -1;
+	req_size = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif
+	                                              : sizeof(*req);
+	resp_size = sizes.seccomp_notif_resp > sizeof(*resp)
+	            ? sizes.seccomp_notif_resp : sizeof(*resp);
+	req = calloc(1, req_size);
+	resp = calloc(1, resp_size);
+	if (req == NULL || resp == NULL)
+		return -1;
+	agile__destinations_load();
+	for (;;) {
+		struct pollfd pfd = { .fd = listener, .events = POLLIN };
+		struct timespec wait, *timeout = NULL;
+		int64_t now = agile__now_ns();
+
+		while (heap_count > 0 && heap[0].due_ns <= now)
+			release(heap_pop().id);
+		if (heap_count > 0) {
+			int64_t left = heap[0].due_ns - now;
+
+			wait.tv_sec = (time_t)(left / AGILE_NS_PER_S);
+			wait.tv_nsec = (long)(left % AGILE_NS_PER_S);
+			timeout = &wait;
+		}
+		if (ppoll(&pfd, 1, timeout, NULL) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (pfd.revents & POLLIN) {
+			int64_t due;
+
+			memset(req, 0, req_size);
+			if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
+				continue; /* EINTR, or its caller is gone */
+			due = decide(req);
+			if (due == 0)
+				release(req->id);
+			else if (due > 0 &&
+			         !heap_push((struct held){ due, req->id }))
+				release(req->id); /* no memory to hold it */
+		} else if (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) {
+			/* No process is left under the filter. */
+			return 0;
+		}
+	}
+}

@@ -1,0 +1,28 @@
+/*
+ * pacer.h - the seccomp supervisor that paces the connects of programs
+ * LD_PRELOAD cannot reach (pacer.c).  agilerun --seccomp loads this library
+ * into a process of its own and calls agile_pacer_run there.
+ */
+#ifndef AGILE_PRELOAD_PACER_H
+#define AGILE_PRELOAD_PACER_H
+
+/* Answer the connect notifications of seccomp listener `listener` until no
+ * process is left under its filter: returns 0 then, -1 (errno set) when
+ * the listener cannot be used.  Configured from the environment like the
+ * preload (AGILE_DEST_*, AGILE_STATE). */
+int agile_pacer_run(int listener);
+
+/*
+ * The mark the preload puts in the fourth argument of its connect(2) calls
+ * when the process is under a seccomp filter (symbols.c): the kernel reads
+ * three, and agilerun's filter lets a marked connect through without waking
+ * the pacer, since the preload paces those itself.  Sixty-four bits, so
+ * that the garbage a three-argument call leaves in that register is never
+ * taken for it.
+ */
+#define AGILE_PACER_MARK 0x61676c65706163edULL
+
+/* Its name, for dlsym. */
+#define AGILE_PACER_SYMBOL "agile_pacer_run"
+
+#endif /* AGILE_PRELOAD_PACER_H */

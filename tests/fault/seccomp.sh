@@ -1,0 +1,154 @@
+#!/bin/sh
+# seccomp.sh - agilerun --seccomp paces the connections of programs that
+# LD_PRELOAD cannot reach, in one budget with the preloaded ones, and never
+# paces a preloaded program's connection twice.
+#
+# At floor=max=5, each of these makes 10 connections, one request each,
+# which the ceiling spreads over at least 1.8 s (a lower bound only: a busy
+# machine makes them slower, never faster); without --seccomp the first
+# three take well under a second (exec.sh):
+# - fault_client built with `cc -static`: no dynamic loader;
+# - fault_client -r, dynamic and preloaded, making its socket calls with
+#   syscall(2), as Go's runtime does; then 4 threads of it, whose connects
+#   the pacer holds at once;
+# - a Go program (net/http, no keep-alive), when `go` is installed;
+# - curl, preloaded and under the filter: the preload paces it and marks
+#   its connects, so each takes one grant (agilestat's connects equal the
+#   connections made: with two grants each, 20 curl connections would take
+#   3.8 s and count 40).
+# A refused connect still fails with ECONNREFUSED, paced.  When the command
+# ends, its pacer ends too.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/fault/lib.sh"
+need python3
+need cc
+need curl
+# The pacer loads the library into agilerun's own process, which an ASan
+# build cannot be without the sanitizer's runtime loaded first.
+[ -z "${AGILE_TEST_PRELOAD_FIRST:-}" ] ||
+	skip "an ASan build cannot be loaded into agilerun's pacer"
+[ -r /proc/sys/kernel/seccomp/actions_avail ] &&
+	grep -qw user_notif /proc/sys/kernel/seccomp/actions_avail ||
+	skip "this kernel has no seccomp user notification"
+
+port=$(start_server http api)
+cc -static -O2 -o "$tmp/static_client" "$srcdir/tests/fault/fault_client.c" \
+	-lpthread 2>"$tmp/cc.err" || skip "no static C library: $(cat "$tmp/cc.err")"
+agilerun() {
+	"$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
+		-d "api=127.0.0.1:$port max=5 floor=5" "$@"
+}
+connects() { stat_json api 'd["connects"]'; }
+
+# paced NAME CONNECTIONS OUTPUT: fault_client's summary line says every
+# request was answered, over at least the ceiling's time, and agilestat
+# counted the connections, once each.
+paced() {
+	note "$1: $3"
+	set -- "$1" "$2" $3
+	check "v[0] == $2 and v[1] == 0" "$1: every request answered" "$4" "$6"
+	check "v[0] >= 0.95 * ($2 - 1) / 5" "$1: paced at 5/s" "$8"
+}
+
+out=$(agilerun -- "$tmp/static_client" -n 10 "$port" 2>"$tmp/err") ||
+	fail "static: $out $(cat "$tmp/err")"
+paced "static" 10 "$out"
+[ ! -s "$tmp/err" ] || fail "agilerun warned: $(cat "$tmp/err")"
+check "v[0] == 10" "static: 10 connects counted" "$(connects)"
+
+out=$(agilerun -- "$CLIENT" -r -n 10 "$port") || fail "raw: $out"
+paced "syscall(2), preloaded" 10 "$out"
+set -- $out
+check "v[0] == 1" "the preload is mapped into it" "${14}"
+check "v[0] == 20" "raw: 10 more connects counted" "$(connects)"
+
+out=$(agilerun -- "$CLIENT" -r -t 4 -n 3 "$port") || fail "threads: $out"
+paced "syscall(2), 4 threads" 12 "$out"
+check "v[0] == 32" "threads: 12 more connects counted" "$(connects)"
+before=32
+
+if command -v go >/dev/null 2>&1; then
+	mkdir "$tmp/go"
+	cat >"$tmp/go/main.go" <<'EOF'
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"time"
+)
+
+// 10 requests, a connection each; prints "requests R failed F elapsed S"
+// like fault_client.
+func main() {
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	start := time.Now()
+	failed := 0
+	for i := 0; i < 10; i++ {
+		r, err := client.Get("http://127.0.0.1:" + os.Args[1] + "/")
+		if err != nil {
+			failed++
+			continue
+		}
+		io.ReadAll(r.Body)
+		r.Body.Close()
+	}
+	fmt.Printf("requests 10 failed %d elapsed %.3f\n", failed,
+		time.Since(start).Seconds())
+}
+EOF
+	printf 'module pacedgo\n\ngo 1.19\n' >"$tmp/go/go.mod"
+	(cd "$tmp/go" && GOCACHE="$tmp/gocache" GOFLAGS=-mod=mod \
+		go build -o "$tmp/goclient" . >"$tmp/go.log" 2>&1) ||
+		fail "go build: $(cat "$tmp/go.log")"
+	"$builddir/src/agilerun" -d "api=127.0.0.1:$port max=5" -- \
+		"$tmp/goclient" "$port" >/dev/null 2>"$tmp/err" || true
+	grep -q "is a Go program" "$tmp/err" ||
+		fail "agilerun did not warn about a Go program: $(cat "$tmp/err")"
+	out=$(agilerun -- "$tmp/goclient" "$port") || fail "go: $out"
+	paced "Go" 10 "$out"
+	before=$((before + 10))
+	check "v[0] == $before" "Go: 10 more connects counted" "$(connects)"
+else
+	note "NOT RUN: the Go program (go is not installed); fault_client -r makes its calls the same way"
+fi
+
+# curl, preloaded: paced by the preload alone (one grant a connection).
+start=$(date +%s.%N)
+agilerun -- sh -c 'i=0; while [ $i -lt 10 ]; do
+	curl -s -o /dev/null "http://127.0.0.1:$0/" || exit 1; i=$((i + 1)); done' \
+	"$port" || fail "curl failed"
+end=$(date +%s.%N)
+check "v[1] - v[0] >= 0.95 * 9 / 5" "curl: paced at 5/s" "$start" "$end"
+before=$((before + 10))
+check "v[0] == $before" "curl: one grant a connection" "$(connects)"
+check "v[0] >= 10" "curl: its round trips measured" \
+	"$(stat_json api 'd["samples_total"]')"
+
+# Refused: the program sees ECONNREFUSED (111), after its grant.
+closed=$(closed_port)
+out=$("$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
+	-d "down=127.0.0.1:$closed max=5 floor=5" -- \
+	"$tmp/static_client" -n 6 "$closed") && fail "refused: succeeded: $out"
+note "refused: $out"
+set -- $out
+check "v[0] == 6 and v[1] == 111" "refused: 6 connects failed with ECONNREFUSED" \
+	"$4" "${16}"
+check "v[0] >= 0.95 * 5 / 5" "refused: paced" "$6"
+
+# Each command's pacer has ended with it (within 5 s): the pacers are
+# told apart from any other test's by their state file.
+ours() {
+	for pid in $(pgrep -x agilerun-pacer 2>/dev/null); do
+		{ tr '\0' '\n' <"/proc/$pid/environ"; } 2>/dev/null |
+			grep -qx "AGILE_STATE=$AGILE_STATE" && echo "$pid"
+	done
+	return 0
+}
+i=0
+while [ -n "$(ours)" ]; do
+	i=$((i + 1))
+	[ "$i" -le 50 ] || fail "a pacer outlived its command: $(ours)"
+	sleep 0.1
+done
