@@ -136,6 +136,8 @@ struct agile_fd {
 	                             libc */
 	int32_t peer;             /* fd + 1 of the last descriptor this one was
 	                             duplicated from or to; 0 none */
+	uint8_t http2;            /* 1: the client sent HTTP/2's connection
+	                             preface (http2.h) */
 	struct agile_tls tls;     /* the connection's TLS records (tls.h) */
 	int64_t tls_start_ns;     /* TLS 1.3's first request, answered, whose
 	                             round trip the ticket rule holds open: its

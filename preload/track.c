@@ -25,6 +25,7 @@
 #include "inbound.h"
 #include "fleet.h"
 #include "goodbye.h"
+#include "http2.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -529,6 +530,7 @@ static struct agile_fd *begin_connection(int fd, int dest,
 	t->conn_id = agile__fd_new_conn_id();
 	t->stdio_inode = 0;
 	__atomic_store_n(&t->peer, 0, __ATOMIC_RELAXED);
+	store8(&t->http2, 0);
 	agile__tls_reset(&t->tls);
 	__atomic_store_n(&t->tls_start_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->tls_end_ns, 0, __ATOMIC_RELAXED);
@@ -634,13 +636,16 @@ static size_t iov_total(const struct iovec *iov, int count)
 }
 
 /* Is this send the goodbye of the destination's declared protocol (redis's
- * QUIT, PostgreSQL's Terminate, ...), which ends the session and is no
- * request (goodbye.c)? */
+ * QUIT, PostgreSQL's Terminate, ...), which ends the session, or, on an
+ * HTTP/2 connection, frames that keep the connection (http2.c)?  Neither
+ * is a request. */
 static inline bool is_goodbye(const struct agile_fd *t,
                               const struct iovec *iov, int count)
 {
 	uint32_t proto = agile__destinations_rule(t->dest)->resilience.proto;
 
+	if (load8(&t->http2))
+		return agile__h2_no_request(iov, count);
 	return agile__has_goodbye(proto) && agile__goodbye(proto, iov, count);
 }
 
@@ -891,6 +896,14 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 			return;
 		plain = sent == AGILE_TLS_SEND_PLAIN;
 	}
+	/* HTTP/2 over cleartext says so in its first send (http2.c),
+	 * which may come after the server's SETTINGS was read: the
+	 * preface is looked for in any send that starts with its 'P'. */
+	if (plain && data != NULL && data_len > 0 &&
+	    *(const char *)data == 'P' && !load8(&t->http2) &&
+	    agile__h2_preface(data, data_len < (size_t)result
+	                            ? data_len : (size_t)result))
+		store8(&t->http2, 1);
 	request = load8(&t->request);
 	if (request != AGILE_REQ_IN_FLIGHT) {
 		const struct agile_resilience_config *c =
@@ -1181,6 +1194,16 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 		__atomic_store_n(&r->response_ns, 0, __ATOMIC_RELEASE);
 		store8(&t->phase, AGILE_FD_CONNECTED);
 		watch_add(fd_of(r));
+	} else if (result > 0 && load8(&t->http2) &&
+	           load8(&r->request) == AGILE_REQ_IN_FLIGHT &&
+	           data_len >= (size_t)result &&
+	           agile__h2_no_response(data, (size_t)result)) {
+		/* The server's SETTINGS (nghttpd sends it at once), a PING
+		 * or a WINDOW_UPDATE answers no request: the request stays
+		 * in flight, as after an interim response (http2.c). */
+		__atomic_store_n(&r->response_ns, 0, __ATOMIC_RELEASE);
+		store8(&t->phase, AGILE_FD_CONNECTED);
+		watch_add(fd_of(r));
 	} else if ((start = claim_request(r)) != 0) {
 		now = agile__now_ns();
 		seen = __atomic_exchange_n(&r->response_ns, 0, __ATOMIC_ACQ_REL);
@@ -1368,6 +1391,7 @@ void agile__track_dup(int oldfd, int newfd)
 		to->tls_end_ns = from->tls_end_ns;
 		to->tls_start_ns = __atomic_exchange_n(&from->tls_start_ns, 0,
 		                                       __ATOMIC_ACQ_REL);
+		to->http2 = load8(&from->http2);
 		to->peer = oldfd + 1;
 		__atomic_store_n(&from->peer, newfd + 1, __ATOMIC_RELAXED);
 		if (to->request == AGILE_REQ_IN_FLIGHT &&

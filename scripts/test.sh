@@ -57,15 +57,16 @@ want() {
 # (PostgreSQL's server and psql for goodbye.sh and postgres_tls.sh, which
 # start their own cluster; MariaDB's server and client for mariadb_tls.sh,
 # likewise, and its mysqlslap, and memcached with libmemcached's memcslap,
-# for goodbye_mysql_memcached.sh; openssl for the certificates of the TLS
-# tests),
+# for goodbye_mysql_memcached.sh; nghttpd, h2load and nghttp for http2.sh;
+# openssl for the certificates of the TLS tests),
 # and what the fault tests use (valgrind; setpriv and mount from
 # util-linux; liburing for an io_uring client; Go for a client that makes
 # its own system calls, paced by agilerun --seccomp).
 packages=(gcc make autoconf automake libtool pkg-config check libbsd-dev
 	curl python3 apache2-utils redis-server redis-tools procps
 	postgresql-15 mariadb-server mariadb-client memcached
-	libmemcached-tools openssl valgrind util-linux liburing-dev golang-go)
+	libmemcached-tools nghttp2-server nghttp2-client openssl valgrind
+	util-linux liburing-dev golang-go)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
 fi
