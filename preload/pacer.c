@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,12 @@ static void release(uint64_t id)
 		continue;
 }
 
+/* pidfd_open's flag for a thread's own pidfd (Linux 6.9), O_EXCL's value;
+ * older headers lack the name. */
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL
+#endif
+
 /* The thread group of thread `tid`, from /proc/<tid>/status; 0 unknown. */
 static pid_t thread_group(pid_t tid)
 {
@@ -155,14 +162,20 @@ static pid_t thread_group(pid_t tid)
 static bool is_stream(pid_t tid, int fd)
 {
 #if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-	pid_t tgid = thread_group(tid);
 	int pidfd, copy, type = 0;
 	socklen_t len = sizeof(type);
 	bool stream = true;
 
-	if (tgid <= 0)
-		return true;
-	pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
+	/* Linux 6.9 opens a thread's pidfd (PIDFD_THREAD); before, only a
+	 * thread group leader's, found in /proc. */
+	pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	if (pidfd < 0 && errno == EINVAL) {
+		pid_t tgid = thread_group(tid);
+
+		if (tgid <= 0)
+			return true;
+		pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
+	}
 	if (pidfd < 0)
 		return true;
 	copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
@@ -246,6 +259,9 @@ AGILE_EXPORT int agile_pacer_run(int listener)
 	 * not a program to throttle. */
 	agile__enter();
 	pacer_listener = listener;
+	/* A grant due in microseconds must not wait for the default 50 us
+	 * of timer slack on top. */
+	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
 		return -1;
 	req_size = sizes.seccomp_notif > sizeof(*req) ? sizes.seccomp_notif

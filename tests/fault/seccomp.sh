@@ -126,6 +126,38 @@ check "v[0] == $before" "curl: one grant a connection" "$(connects)"
 check "v[0] >= 10" "curl: its round trips measured" \
 	"$(stat_json api 'd["samples_total"]')"
 
+# A datagram socket connected to the destination's address is no
+# connection: the pacer asks the socket its type and lets it go, as the
+# preload does for its own.
+cat >"$tmp/udp.c" <<'EOF'
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	int ok = 0;
+
+	(void)argc;
+	a.sin_port = htons((unsigned short)atoi(argv[1]));
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < 10; i++) {
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+		ok += fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+	}
+	printf("%d\n", ok);
+	return ok == 10 ? 0 : 1;
+}
+EOF
+cc -static -O2 -o "$tmp/udp" "$tmp/udp.c" || fail "cc udp.c"
+out=$(agilerun -- "$tmp/udp" "$port") || fail "udp: $out"
+check "v[0] == $before" "udp: no grant for a datagram socket" "$(connects)"
+
 # Refused: the program sees ECONNREFUSED (111), after its grant.
 closed=$(closed_port)
 out=$("$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
