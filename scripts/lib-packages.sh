@@ -3,7 +3,10 @@
 #
 # need_packages INSTALL PKG... : for every PKG not installed (dpkg status),
 # run `apt-get update` once and `apt-get install -y` when INSTALL is 1 and we
-# are root; otherwise print the exact command and exit 1.
+# are root; otherwise print the exact command and exit 1.  The command is
+# one that runs as printed: Debian 12 installed with a root password has no
+# sudo, so without sudo it goes through su (which asks for that password),
+# and for root it is apt-get itself.
 
 need_packages() {
 	local install=$1
@@ -22,6 +25,12 @@ need_packages() {
 		return 0
 	fi
 	echo "missing Debian packages: ${missing[*]}" >&2
-	echo "run: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+	if [ "$(id -u)" -eq 0 ]; then
+		echo "run: apt-get update && apt-get install -y ${missing[*]}" >&2
+	elif command -v sudo >/dev/null 2>&1; then
+		echo "run: sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+	else
+		echo "run: su -c 'apt-get update && apt-get install -y ${missing[*]}'" >&2
+	fi
 	exit 1
 }
