@@ -67,6 +67,9 @@ packages=(gcc make autoconf automake libtool pkg-config check libbsd-dev
 	postgresql-15 mariadb-server mariadb-client memcached
 	libmemcached-tools nghttp2-server nghttp2-client openssl valgrind
 	util-linux liburing-dev golang-go)
+# bc for the tests' sums of timestamps; mount(8), for state_files.sh's tmpfs
+# cases, is the mount package's, not util-linux's.
+packages+=(bc mount)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
 fi
