@@ -291,9 +291,10 @@ int hook_fcntl(int (*real)(int, int, ...), int fd, int cmd, unsigned long arg)
  * bound or looked up until a socket has been tracked (no table, nothing to
  * forget), so the allocators and start-up code that call syscall() pay a
  * switch, and a load and a branch.  The arguments are the six longs
- * syscall() passes to the kernel, read whether or not the caller passed
- * them all, as every syscall() wrapper does; a descriptor argument is an
- * int, its low 32 bits, as the kernel reads it.
+ * syscall() passes to the kernel, whether or not the caller passed them
+ * all, as every syscall() wrapper does (see the exported syscall below for
+ * how they are received); a descriptor argument is an int, its low 32
+ * bits, as the kernel reads it.
  */
 static long hook_syscall(long number, const long a[6])
 {
@@ -475,6 +476,42 @@ AGILE_EXPORT int fcntl64(int fd, int cmd, ...)
 }
 #endif
 
+static long syscall_hook(long number, long a0, long a1, long a2, long a3,
+                         long a4, long a5)
+{
+	const long a[6] = { a0, a1, a2, a3, a4, a5 };
+
+	return hook_syscall(number, a);
+}
+
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__linux__)
+/*
+ * syscall() is variadic, and its caller passes only the arguments its
+ * number takes: syscall(SYS_close, fd) passes one.  The hook passes six on
+ * (it cannot know how many the number takes), as glibc's own syscall()
+ * hands six registers to the kernel.  Read with va_arg, the sixth is a load
+ * from the caller's stack, just above the return address (x86-64 passes
+ * the seventh integer argument there), which AddressSanitizer instruments:
+ * where the caller's frame keeps a local at its bottom, that word is the
+ * local's redzone, and ASan stopped the program with "stack-buffer-
+ * underflow" (tests/preload/syscall.sh).  On these ABIs a variadic call
+ * passes its arguments where a call of seven named longs does (x86-64:
+ * six registers and that stack slot, the vector count in %al unread;
+ * AArch64 on Linux: x0 to x6), so the exported name is an alias of the
+ * seven-argument function above, which receives them by the calling
+ * convention, as glibc's assembly reads them: the same word, read as an
+ * incoming argument, which ASan does not check and which is always mapped
+ * (it lies in the caller's frame).  Elsewhere, va_arg, with that report
+ * possible under ASan.
+ */
+#pragma GCC diagnostic push
+#ifndef __clang__
+#pragma GCC diagnostic ignored "-Wattribute-alias"
+#endif
+AGILE_EXPORT long syscall(long number, ...)
+	__attribute__((alias("syscall_hook")));
+#pragma GCC diagnostic pop
+#else
 AGILE_EXPORT long syscall(long number, ...)
 {
 	va_list ap;
@@ -484,5 +521,6 @@ AGILE_EXPORT long syscall(long number, ...)
 	for (int i = 0; i < 6; i++)
 		a[i] = va_arg(ap, long);
 	va_end(ap);
-	return hook_syscall(number, a);
+	return syscall_hook(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }
+#endif
