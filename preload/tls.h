@@ -14,8 +14,9 @@
  *     ClientHello in one record: type 22, version 3.0 to 3.4, handshake
  *     type 1 whose length fills the record.  A plain connection becomes TLS
  *     where the client sends such a record later (SMTP's, IMAP's or POP3's
- *     STARTTLS, MySQL's SSL request, PostgreSQL's SSLRequest): the caller
- *     asks agile__tls_starts_hello and starts the walker afresh.
+ *     STARTTLS, MySQL's SSL request; a proxy's tunnel and PostgreSQL's
+ *     SSLRequest, which track.c recognises as setting up): the caller asks
+ *     agile__tls_starts_hello and starts the walker afresh.
  *   - The server's first record answers the ClientHello.  The version is
  *     TLS 1.3 when the server sends application-data records (type 23, its
  *     encrypted handshake) while the client has sent nothing but

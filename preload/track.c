@@ -777,10 +777,11 @@ static uint8_t tunnel_send(struct agile_fd *t, const struct iovec *iov,
  * request inside TLS rides on its grant (tests/preload/starttls.sh: 14
  * and 14).  The plain exchanges before it stay ordinary requests: that
  * STARTTLS was setting up is known only once the ClientHello comes, after
- * its answer was sampled.  Bytes that only look like a ClientHello (0x16,
- * 3, a version up to 4, a length, 1, and a 3-byte length 4 short of the
- * first) cost one request's sample: the walker gives up at the answer
- * that is no TLS record, and the byte-level rules apply again.
+ * its answer was sampled.  Bytes of another protocol that only look like
+ * a ClientHello (0x16, 3, a version up to 4, a length, 1, and a 3-byte
+ * length 4 short of the first) are still counted as the request they are:
+ * the walker gives up at the server's answer, which is no TLS record, and
+ * that answer is the request's sample, as on any plain connection.
  */
 static void start_tls(struct agile_fd *t)
 {
