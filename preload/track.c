@@ -199,9 +199,19 @@ static int watch_prepare(struct pollfd *pfd)
  * without SA_RESTART.  When there is none, every handler that can have run
  * wants restarting, and the wait resumes; when there is one, the send
  * fails, also in the rare program that has both kinds and got a restarting
- * one.  About 64 sigaction() calls, made only when a handler ran during a
- * wait.  Nothing is asked unless the socket is blocking.
+ * one.  The signals of a faulting instruction (SIGSEGV and the like) are
+ * not asked: they are not sent to a sleeping thread, and the handlers that
+ * sanitizers and virtual machines install for them have no SA_RESTART (with
+ * ASan's, every wait failed).  About 64 sigaction() calls, made only when
+ * a handler ran during a wait.  Nothing is asked unless the socket is
+ * blocking.
  */
+static bool is_fault_signal(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
+	       sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
+}
+
 static bool interrupt_reported(int fd)
 {
 	sigset_t blocked;
@@ -215,6 +225,7 @@ static bool interrupt_reported(int fd)
 			struct sigaction action;
 
 			if (sig == SIGKILL || sig == SIGSTOP ||
+			    is_fault_signal(sig) ||
 			    sigismember(&blocked, sig) == 1 ||
 			    sigaction(sig, NULL, &action) != 0)
 				continue;
