@@ -37,9 +37,12 @@ static inline int64_t agile__unix_ns(void)
  * A signal that interrupts the wait has its handler run by the kernel, and
  * the wait then resumes, like a restartable call.  This is the wait the
  * resilience settings add inside connect() (retry's back-off, the waits of
- * key_rate and of over=wait); a send's wait for its grant may instead fail
- * with EINTR, as a blocking send the kernel held would, when the handler
- * asks for it (track.c, interrupt_reported).  A handler may also leave the wait for good with
+ * key_rate and of over=wait): a blocking connect() that fails with EINTR
+ * goes on in the kernel, and the program then polls for its end, which
+ * the preload could only give by starting the connection it is holding
+ * back.  A send's wait for its grant may instead fail with EINTR, as a
+ * blocking send the kernel held would, when the handler asks for it
+ * (track.c, interrupt_reported).  A handler may also leave the wait for good with
  * siglongjmp, which is why the re-entrancy guard is down meanwhile
  * (agile__busy_suspend).
  */
