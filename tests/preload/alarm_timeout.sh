@@ -22,7 +22,9 @@
 # Python saw it only when the send returned, so the timeout was raised
 # when the grant came, about 2 s late; now within a second (0.3 s
 # measured).  Ctrl-C's KeyboardInterrupt reaches a waiting Python program
-# the same way.
+# the same way.  Once more with a request in flight on another connection,
+# which the wait watches for its answer (ppoll rather than a sleep): 2.0 s
+# before, 0.3 s now.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 client=$builddir/tests/preload/alarm_client
@@ -94,3 +96,26 @@ out=$(preloaded timeout 20 python3 "$tmp/timeout.py" "$port") ||
 note "Python, 300 ms timers, a grant every 2 s:" $out
 set -- $out
 check "v[0] < 1 and v[1] < 1 and v[2] < 1" "Python: each request timed out within a second" "$1" "$2" "$3"
+
+cat >"$tmp/watched.py" <<'PY'
+import signal, socket, sys, time
+def timed_out(signum, frame):
+    raise TimeoutError
+signal.signal(signal.SIGALRM, timed_out)
+port = int(sys.argv[1])
+in_flight = socket.create_connection(("127.0.0.1", port))
+in_flight.sendall(b"GET /a HTTP/1.0\r\n\r\n")
+s = socket.create_connection(("127.0.0.1", port))
+start = time.monotonic()
+signal.setitimer(signal.ITIMER_REAL, 0.3)
+try:
+    s.sendall(b"GET /b HTTP/1.0\r\n\r\n")
+    sys.exit("sent with no timeout")
+except TimeoutError:
+    print("%.3f" % (time.monotonic() - start))
+PY
+rm -f "$AGILE_STATE"
+out=$(preloaded timeout 20 python3 "$tmp/watched.py" "$port") ||
+	fail "Python, a request in flight: the client failed: $out"
+note "Python, a request in flight elsewhere, a 300 ms timer: $out"
+check "v[0] < 1" "Python: the watching wait timed out within a second" "$out"
