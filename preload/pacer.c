@@ -37,7 +37,6 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -134,27 +133,6 @@ static void release(uint64_t id)
 #define PIDFD_THREAD O_EXCL
 #endif
 
-/* The thread group of thread `tid`, from /proc/<tid>/status; 0 unknown. */
-static pid_t thread_group(pid_t tid)
-{
-	char path[64], buf[512];
-	const char *p;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	p = strstr(buf, "\nTgid:");
-	return p != NULL ? (pid_t)strtol(p + 6, NULL, 10) : 0;
-}
-
 /* Whether descriptor `fd` of thread `tid` is a stream socket: a copy of it
  * through pidfd_getfd(2) answers SO_TYPE.  When no copy can be had (an
  * older kernel, a process that does not let us), it is taken for one, as a
@@ -166,16 +144,12 @@ static bool is_stream(pid_t tid, int fd)
 	socklen_t len = sizeof(type);
 	bool stream = true;
 
-	/* Linux 6.9 opens a thread's pidfd (PIDFD_THREAD); before, only a
-	 * thread group leader's, found in /proc. */
+	/* Linux 6.9 opens any thread's pidfd (PIDFD_THREAD); before, only
+	 * a thread group leader's: a connect from another thread of the
+	 * program is then taken for a stream's. */
 	pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-	if (pidfd < 0 && errno == EINVAL) {
-		pid_t tgid = thread_group(tid);
-
-		if (tgid <= 0)
-			return true;
-		pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
-	}
+	if (pidfd < 0 && errno == EINVAL)
+		pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
 	if (pidfd < 0)
 		return true;
 	copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
