@@ -22,6 +22,11 @@ test_name=$(basename "$0" .sh)
 PYTHONPATH=$(cd "$srcdir/tests/preload" && pwd)
 PYTHONDONTWRITEBYTECODE=1
 export PYTHONPATH PYTHONDONTWRITEBYTECODE
+# The servers some tests start (nginx, mariadbd, nghttpd) are installed in
+# /usr/sbin, which Debian leaves out of a user's PATH: without it those
+# tests skipped for every user but root.
+PATH=$PATH:/usr/local/sbin:/usr/sbin:/sbin
+export PATH
 
 [ -f "$PRELOAD" ] || { echo "FAIL: $PRELOAD not built" >&2; exit 1; }
 # scripts/test.sh --sanitize runs these tests with a preload built with ASan;
