@@ -34,6 +34,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <stdbool.h>
@@ -133,46 +135,77 @@ static void release(uint64_t id)
 #define PIDFD_THREAD O_EXCL
 #endif
 
-/* Whether descriptor `fd` of thread `tid` is a stream socket: a copy of it
- * through pidfd_getfd(2) answers SO_TYPE.  When no copy can be had (an
- * older kernel, a process that does not let us), it is taken for one, as a
- * rule naming the address says it carries requests. */
-static bool is_stream(pid_t tid, int fd)
-{
-#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
-	int pidfd, copy, type = 0;
-	socklen_t len = sizeof(type);
-	bool stream = true;
-
-	/* Linux 6.9 opens any thread's pidfd (PIDFD_THREAD); before, only
-	 * a thread group leader's: a connect from another thread of the
-	 * program is then taken for a stream's. */
-	pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
-	if (pidfd < 0 && errno == EINVAL)
-		pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
-	if (pidfd < 0)
-		return true;
-	copy = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
-	close(pidfd);
-	if (copy < 0)
-		return true;
-	if (getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &len) == 0)
-		stream = type == SOCK_STREAM;
-	close(copy);
-	return stream;
-#else
-	(void)tid;
-	(void)fd;
-	return true;
-#endif
-}
-
 /* Whether notification `id` still stands for the call it was received for:
  * after reading the caller's memory, so that what was read was that call's
  * (the caller may have died and its thread id been reused meanwhile). */
 static bool still_valid(uint64_t id)
 {
 	return ioctl(pacer_listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+/* Whether stream socket `fd` has no connection made or under way: a TCP
+ * socket in state CLOSE (never connected, or its last attempt failed), any
+ * other without a peer. */
+static bool unconnected(int fd)
+{
+	struct sockaddr_storage peer;
+	struct tcp_info info;
+	socklen_t len = sizeof(info);
+
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0)
+		return info.tcpi_state == TCP_CLOSE;
+	len = sizeof(peer);
+	return getpeername(fd, (struct sockaddr *)&peer, &len) != 0;
+}
+
+/*
+ * Whether connect `req` starts a connection, which takes a grant: 1 when
+ * its descriptor is a stream socket with no connection made or under way;
+ * 0 when it is no stream socket, or one whose connection a connect has
+ * already started (a program collecting a non-blocking connect's result
+ * with a second connect(), a blocking one restarted after a signal
+ * handler): the kernel answers those EISCONN or EALREADY, or waits for the
+ * attempt under way, and the connection has had its grant; -1 when the
+ * notification no longer stands.  A copy of the descriptor through
+ * pidfd_getfd(2) answers.  When no copy can be had (an older kernel, a
+ * process that does not let us) the connect counts as a new connection,
+ * as a rule naming its address says it carries requests.
+ */
+static int starts_connection(const struct seccomp_notif *req)
+{
+#if defined(SYS_pidfd_open) && defined(SYS_pidfd_getfd)
+	pid_t tid = (pid_t)req->pid;
+	int pidfd, copy, type = 0, starts = 1;
+	socklen_t len = sizeof(type);
+
+	/* Linux 6.9 opens any thread's pidfd (PIDFD_THREAD); before, only
+	 * a thread group leader's: a connect from another thread of the
+	 * program is then taken for a new stream connection's. */
+	pidfd = (int)syscall(SYS_pidfd_open, tid, PIDFD_THREAD);
+	if (pidfd < 0 && errno == EINVAL)
+		pidfd = (int)syscall(SYS_pidfd_open, tid, 0);
+	if (pidfd < 0)
+		return 1;
+	/* The thread was opened by number: the notification still standing
+	 * once it is open says the caller was waiting all along, so that
+	 * number was not reused and this is its process. */
+	if (!still_valid(req->id)) {
+		close(pidfd);
+		return -1;
+	}
+	copy = (int)syscall(SYS_pidfd_getfd, pidfd, (int)req->data.args[0], 0);
+	close(pidfd);
+	if (copy < 0)
+		return 1;
+	if (getsockopt(copy, SOL_SOCKET, SO_TYPE, &type, &len) == 0 &&
+	    (type != SOCK_STREAM || !unconnected(copy)))
+		starts = 0;
+	close(copy);
+	return starts;
+#else
+	(void)req;
+	return 1;
+#endif
 }
 
 /* The time connect `req` may go on: 0 now, else its grant's planned time;
@@ -209,8 +242,14 @@ static int64_t decide(const struct seccomp_notif *req)
 	if (!still_valid(req->id))
 		return -1;
 	dest = agile__destinations_match((const struct sockaddr *)&addr, len);
-	if (dest < 0 || !is_stream((pid_t)req->pid, (int)req->data.args[0]))
+	if (dest < 0)
 		return 0;
+	switch (starts_connection(req)) {
+	case -1:
+		return -1;
+	case 0:
+		return 0;
+	}
 	s = agile__destinations_slot(dest);
 	now = agile__now_ns();
 	planned = agile__destinations_take(dest, s, now);

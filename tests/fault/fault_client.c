@@ -13,6 +13,9 @@
  *                result with getsockopt(SO_ERROR), as event loops do; the
  *                connect must fail with EINPROGRESS, exactly as without
  *                the preload
+ *   -B           -b, collecting the result with a second connect() (0 or
+ *                EISCONN: connected), as some event loops do, instead of
+ *                getsockopt(SO_ERROR)
  *   -a USEC      deliver SIGALRM every USEC microseconds (setitimer) to a
  *                handler installed without SA_RESTART, so that a blocking
  *                call the signal interrupts fails with EINTR; sends and
@@ -68,6 +71,7 @@ static int threads = 1;
 static int requests = 1;
 static const char *times_path;
 static bool nonblocking_connect;
+static bool second_connect;
 static long alarm_usec;
 static bool alarm_restart;
 static long fd_limit;
@@ -162,6 +166,12 @@ static int connect_socket(int fd, const struct sockaddr_in *addr)
 		}
 		while (poll(&pfd, 1, -1) < 0 && errno == EINTR)
 			;
+		if (second_connect &&
+		    connect(fd, (const struct sockaddr *)addr,
+		            sizeof(*addr)) != 0 && errno != EISCONN) {
+			connect_failed(errno);
+			return -1;
+		}
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	}
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0 ||
@@ -318,7 +328,7 @@ static int preload_mapped(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: fault_client [-t THREADS] [-n N] [-T FILE] "
-	        "[-b] [-a USEC [-R]] [-f|-F LIMIT] [-r] [-c] PORT\n");
+	        "[-b|-B] [-a USEC [-R]] [-f|-F LIMIT] [-r] [-c] PORT\n");
 	exit(2);
 }
 
@@ -328,12 +338,13 @@ int main(int argc, char **argv)
 	double start;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "t:n:T:ba:Rf:F:rc")) != -1) {
+	while ((opt = getopt(argc, argv, "t:n:T:bBa:Rf:F:rc")) != -1) {
 		switch (opt) {
 		case 't': threads = atoi(optarg); break;
 		case 'n': requests = atoi(optarg); break;
 		case 'T': times_path = optarg; break;
 		case 'b': nonblocking_connect = true; break;
+		case 'B': nonblocking_connect = second_connect = true; break;
 		case 'a': alarm_usec = atol(optarg); break;
 		case 'R': alarm_restart = true; break;
 		case 'f': fd_limit = atol(optarg); break;
