@@ -262,16 +262,34 @@ static int64_t decide(const struct seccomp_notif *req)
 	return planned > now ? planned : 0;
 }
 
-AGILE_EXPORT int agile_pacer_run(int listener)
+/*
+ * Everything that may stop the pacer, done before it takes the listener:
+ * the rules, and each destination's slot in the state file.  Under
+ * AGILE_STRICT=1 a configuration error or a state file that cannot be used
+ * stops the process with status 2 (destinations.c); here that happens
+ * while agilerun can still refuse to run the command.  Once the filter is
+ * installed a pacer that stops makes every connect of the command fail
+ * with ENOSYS.
+ */
+static void prepare_destinations(void)
+{
+	agile__destinations_load();
+	for (int dest = 0; dest < agile__dest_rules->count; dest++)
+		if (agile__dest_rule[dest].enabled &&
+		    !agile__dest_rule[dest].inbound)
+			(void)agile__destinations_slot(dest);
+}
+
+AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg)
 {
 	struct seccomp_notif_sizes sizes;
 	struct seccomp_notif *req;
 	size_t req_size;
+	int listener;
 
 	/* The pacer's own calls go straight to libc: it is the supervisor,
 	 * not a program to throttle. */
 	agile__enter();
-	pacer_listener = listener;
 	/* A grant due in microseconds must not wait for the default 50 us
 	 * of timer slack on top. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -285,7 +303,11 @@ AGILE_EXPORT int agile_pacer_run(int listener)
 	resp = calloc(1, resp_size);
 	if (req == NULL || resp == NULL)
 		return -1;
-	agile__destinations_load();
+	prepare_destinations();
+	listener = handshake(arg);
+	if (listener < 0)
+		return 0;
+	pacer_listener = listener;
 	for (;;) {
 		struct pollfd pfd = { .fd = listener, .events = POLLIN };
 		struct timespec wait, *timeout = NULL;

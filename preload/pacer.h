@@ -6,11 +6,14 @@
 #ifndef AGILE_PRELOAD_PACER_H
 #define AGILE_PRELOAD_PACER_H
 
-/* Answer the connect notifications of seccomp listener `listener` until no
- * process is left under its filter: returns 0 then, -1 (errno set) when
- * the listener cannot be used.  Configured from the environment like the
- * preload (AGILE_DEST_*, AGILE_STATE). */
-int agile_pacer_run(int listener);
+/* Load the rules and attach each destination's slot, then take the
+ * listener of the seccomp filter from `handshake(arg)` and answer its
+ * connect notifications until no process is left under the filter.
+ * Returns 0 then, or when `handshake` returns -1 (there is no listener to
+ * answer); -1 (errno set) when the listener cannot be used.  Configured
+ * from the environment like the preload (AGILE_DEST_*, AGILE_STATE), and
+ * stopped by AGILE_STRICT=1 as the preload is, before `handshake` only. */
+int agile_pacer_run(int (*handshake)(void *arg), void *arg);
 
 /*
  * The mark the preload puts in the fourth argument of its connect(2) calls

@@ -557,13 +557,29 @@ static void warn_unthrottled(const char *command, bool paced)
  * and it ends when the last process under the filter does.
  *
  * The handshake over a socket pair: the pacer loads the library and sends
- * its process id (it is ready); this process installs the filter and sends
- * the listener; the pacer answers one byte once it holds it.  Until the
- * filter is installed, any failure leaves the command to run unpaced, with
- * one line on stderr.  After, there is no going back: a connect with no
+ * its process id (it is ready: the rules read, the state file open); this
+ * process installs the filter and sends the listener; the pacer answers one
+ * byte once it holds it.  Until the filter is installed, any failure leaves
+ * the command to run unpaced, with one line on stderr (under
+ * AGILE_STRICT=1, not to run).  After, there is no going back: a connect with no
  * supervisor fails with ENOSYS, so agilerun exits rather than run the
  * command that way.
  */
+/* --seccomp cannot pace the command, for reason `why`: say so and run it
+ * unpaced (false); under AGILE_STRICT=1, which never lets a command run
+ * unthrottled for a problem it can report, exit 2 instead, as the preload
+ * stops a program whose state file cannot be used. */
+static bool unpaced(const char *why)
+{
+	const char *strict = getenv("AGILE_STRICT");
+
+	if (strict != NULL && strcmp(strict, "1") == 0)
+		errx(EXIT_CONFIG, "--seccomp: %s; AGILE_STRICT=1: not running "
+		     "the command", why);
+	warnx("--seccomp: %s; running unpaced", why);
+	return false;
+}
+
 #if defined(__x86_64__)
 #define PACER_ARCH AUDIT_ARCH_X86_64
 #elif defined(__aarch64__)
@@ -583,8 +599,10 @@ static void warn_unthrottled(const char *command, bool paced)
 	 (1 - (high)) * sizeof(uint32_t))
 #endif
 
-/* The pacer's side of the handshake, in the grandchild: never returns. */
-static void __attribute__((noreturn)) pacer_main(int sock, const char *library)
+/* The pacer's side of the handshake over socket `*arg`, called by the
+ * library once it is ready: send our process id, take the listener,
+ * acknowledge it.  The listener, or -1 when agilerun went on without us. */
+static int pacer_handshake(void *arg)
 {
 	char byte = 1, control[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { &byte, 1 };
@@ -592,9 +610,28 @@ static void __attribute__((noreturn)) pacer_main(int sock, const char *library)
 	                      .msg_control = control,
 	                      .msg_controllen = sizeof(control) };
 	struct cmsghdr *cmsg;
-	int (*run)(int);
-	int listener = -1, null;
+	int sock = *(int *)arg, listener = -1;
 	pid_t self = getpid();
+
+	if (write(sock, &self, sizeof(self)) != (ssize_t)sizeof(self))
+		return -1;
+	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) == 1 &&
+	    (cmsg = CMSG_FIRSTHDR(&msg)) != NULL &&
+	    cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
+		memcpy(&listener, CMSG_DATA(cmsg), sizeof(listener));
+	if (listener >= 0 && write(sock, &byte, 1) != 1) {
+		close(listener);
+		listener = -1;
+	}
+	close(sock);
+	return listener;
+}
+
+/* The pacer, in the grandchild: never returns. */
+static void __attribute__((noreturn)) pacer_main(int sock, const char *library)
+{
+	int (*run)(int (*)(void *), void *);
+	int null;
 	void *handle;
 
 	/* Out of the terminal's session and process group: ^C, ^Z and a
@@ -623,18 +660,10 @@ static void __attribute__((noreturn)) pacer_main(int sock, const char *library)
 		warnx("--seccomp: %s", dlerror());
 		_exit(EXIT_AGILERUN);
 	}
-	if (write(sock, &self, sizeof(self)) != (ssize_t)sizeof(self))
-		_exit(EXIT_AGILERUN);
-	if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) == 1 &&
-	    (cmsg = CMSG_FIRSTHDR(&msg)) != NULL &&
-	    cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS)
-		memcpy(&listener, CMSG_DATA(cmsg), sizeof(listener));
-	if (listener < 0)
-		_exit(0); /* agilerun went on without us */
-	if (write(sock, &byte, 1) != 1)
-		_exit(0);
-	close(sock);
-	if (run(listener) < 0) {
+	/* The library reads the rules and opens the state file before it
+	 * calls pacer_handshake: under AGILE_STRICT=1 a problem with either
+	 * stops it there, before the filter is installed. */
+	if (run(pacer_handshake, &sock) < 0) {
 		warn("--seccomp: the pacer stopped");
 		_exit(EXIT_AGILERUN);
 	}
@@ -714,18 +743,16 @@ static bool start_pacer(const char *library)
 	                      .msg_controllen = sizeof(control) };
 	struct cmsghdr *cmsg;
 	pid_t middle, pacer;
-	int sv[2], listener, status;
+	int sv[2], listener, status, error;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-		warn("--seccomp: socketpair; running unpaced");
-		return false;
-	}
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return unpaced(strerror(errno));
 	middle = fork();
 	if (middle < 0) {
-		warn("--seccomp: fork; running unpaced");
+		error = errno;
 		close(sv[0]);
 		close(sv[1]);
-		return false;
+		return unpaced(strerror(error));
 	}
 	if (middle == 0) {
 		close(sv[0]);
@@ -737,9 +764,8 @@ static bool start_pacer(const char *library)
 	while (waitpid(middle, &status, 0) < 0 && errno == EINTR)
 		continue;
 	if (read(sv[0], &pacer, sizeof(pacer)) != (ssize_t)sizeof(pacer)) {
-		warnx("--seccomp: the pacer did not start; running unpaced");
 		close(sv[0]);
-		return false;
+		return unpaced("the pacer did not start");
 	}
 	/* Under Yama's ptrace_scope 1 only an ancestor may read a process's
 	 * memory; the pacer is none, so the command names it (kept across
@@ -747,9 +773,12 @@ static bool start_pacer(const char *library)
 	prctl(PR_SET_PTRACER, (unsigned long)pacer, 0, 0, 0);
 	listener = install_filter();
 	if (listener < 0) {
-		warn("--seccomp: cannot install the filter; running unpaced");
+		char why[128];
+
+		snprintf(why, sizeof(why), "cannot install the filter (%s)",
+		         strerror(errno));
 		close(sv[0]); /* the pacer reads the end and exits */
-		return false;
+		return unpaced(why);
 	}
 	memset(control, 0, sizeof(control));
 	byte = 1;
@@ -773,9 +802,7 @@ static bool start_pacer(const char *library)
 static bool start_pacer(const char *library)
 {
 	(void)library;
-	warnx("--seccomp: not supported on this architecture; running "
-	      "unpaced");
-	return false;
+	return unpaced("not supported on this architecture");
 }
 #endif
 

@@ -17,8 +17,9 @@
 #   its connects, so each takes one grant (agilestat's connects equal the
 #   connections made: with two grants each, 20 curl connections would take
 #   3.8 s and count 40).
-# A refused connect still fails with ECONNREFUSED, paced.  When the command
-# ends, its pacer ends too.
+# A refused connect still fails with ECONNREFUSED, paced.  Under
+# AGILE_STRICT=1 a state file the pacer cannot use stops agilerun before
+# the command runs.  When the command ends, its pacer ends too.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/fault/lib.sh"
 need python3
 need cc
@@ -180,6 +181,19 @@ set -- $out
 check "v[0] == 6 and v[1] == 111" "refused: 6 connects failed with ECONNREFUSED" \
 	"$4" "${16}"
 check "v[0] >= 0.95 * 5 / 5" "refused: paced" "$6"
+
+# AGILE_STRICT=1 and a state file that cannot be used: the pacer stops
+# before the filter is installed, and agilerun with it, with status 2 and
+# the command not run, as the preload stops a program.  The pacer used to
+# stop at the first connect, with the filter in place: the command ran on,
+# every connect failing with ENOSYS (38).
+out=$(AGILE_STRICT=1 "$builddir/src/agilerun" -s "$tmp/none/state" \
+	--seccomp -d "api=127.0.0.1:$port max=5 floor=5" -- \
+	"$tmp/static_client" -n 1 "$port" 2>"$tmp/err") && rc=0 || rc=$?
+[ "$rc" -eq 2 ] && [ -z "$out" ] ||
+	fail "strict: exit $rc, output \"$out\": $(cat "$tmp/err")"
+grep -q "AGILE_STRICT=1: not running the command" "$tmp/err" ||
+	fail "strict: agilerun did not say why: $(cat "$tmp/err")"
 
 # Each command's pacer has ended with it (within 5 s): the pacers are
 # told apart from any other test's by their state file.
