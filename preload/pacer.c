@@ -280,7 +280,21 @@ static void prepare_destinations(void)
 			(void)agile__destinations_slot(dest);
 }
 
-AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg)
+/* The command's first process has ended: from now on the pacer writes
+ * nothing to the standard error it shares with agilerun's caller (pacer.h),
+ * and so does not hold it open for the processes left behind. */
+static void leave_stderr(void)
+{
+	int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+	if (null >= 0) {
+		dup2(null, STDERR_FILENO);
+		close(null);
+	}
+}
+
+AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
+                                 int command)
 {
 	struct seccomp_notif_sizes sizes;
 	struct seccomp_notif *req;
@@ -309,7 +323,8 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg)
 		return 0;
 	pacer_listener = listener;
 	for (;;) {
-		struct pollfd pfd = { .fd = listener, .events = POLLIN };
+		struct pollfd pfd[2] = { { .fd = listener, .events = POLLIN },
+		                         { .fd = command, .events = POLLIN } };
 		struct timespec wait, *timeout = NULL;
 		int64_t now = agile__now_ns();
 
@@ -322,12 +337,17 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg)
 			wait.tv_nsec = (long)(left % AGILE_NS_PER_S);
 			timeout = &wait;
 		}
-		if (ppoll(&pfd, 1, timeout, NULL) < 0) {
+		if (ppoll(pfd, 2, timeout, NULL) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1;
 		}
-		if (pfd.revents & POLLIN) {
+		if (pfd[1].revents != 0) {
+			leave_stderr();
+			close(command);
+			command = -1;
+		}
+		if (pfd[0].revents & POLLIN) {
 			int64_t due;
 
 			memset(req, 0, req_size);
@@ -339,7 +359,7 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg)
 			else if (due > 0 &&
 			         !heap_push((struct held){ due, req->id }))
 				release(req->id); /* no memory to hold it */
-		} else if (pfd.revents & (POLLHUP | POLLERR | POLLNVAL)) {
+		} else if (pfd[0].revents & (POLLHUP | POLLERR | POLLNVAL)) {
 			/* No process is left under the filter. */
 			return 0;
 		}

@@ -9,11 +9,15 @@
 /* Load the rules and attach each destination's slot, then take the
  * listener of the seccomp filter from `handshake(arg)` and answer its
  * connect notifications until no process is left under the filter.
- * Returns 0 then, or when `handshake` returns -1 (there is no listener to
- * answer); -1 (errno set) when the listener cannot be used.  Configured
- * from the environment like the preload (AGILE_DEST_*, AGILE_STATE), and
- * stopped by AGILE_STRICT=1 as the preload is, before `handshake` only. */
-int agile_pacer_run(int (*handshake)(void *arg), void *arg);
+ * `command` is a pidfd of the command's first process, or -1: once that
+ * process has ended, the pacer's standard error is /dev/null, so that a
+ * caller reading the command's output (`$(agilerun ... 2>&1)`) is not kept
+ * waiting by the processes it left running.  Returns 0 when no process is
+ * left, or when `handshake` returns -1 (there is no listener to answer);
+ * -1 (errno set) when the listener cannot be used.  Configured from the
+ * environment like the preload (AGILE_DEST_*, AGILE_STATE), and stopped
+ * by AGILE_STRICT=1 as the preload is, before `handshake` only. */
+int agile_pacer_run(int (*handshake)(void *arg), void *arg, int command);
 
 /*
  * The mark the preload puts in the fourth argument of its connect(2) calls

@@ -627,17 +627,22 @@ static int pacer_handshake(void *arg)
 	return listener;
 }
 
-/* The pacer, in the grandchild: never returns. */
-static void __attribute__((noreturn)) pacer_main(int sock, const char *library)
+/* The pacer, in the grandchild, for the command that will run as process
+ * `command`: never returns. */
+static void __attribute__((noreturn)) pacer_main(int sock, const char *library,
+                                                 pid_t command)
 {
-	int (*run)(int (*)(void *), void *);
-	int null;
+	int (*run)(int (*)(void *), void *, int);
+	int null, watch;
 	void *handle;
 
 	/* Out of the terminal's session and process group: ^C, ^Z and a
 	 * hang-up are the command's.  Nothing of agilerun's caller stays
-	 * open in here but stderr, for the pacer's warnings: a caller that
-	 * reads the command's output until its end must not wait for us. */
+	 * open in here but stderr, for the pacer's warnings, and that only
+	 * while the command's first process runs (the library watches it
+	 * through `watch`): a caller that reads the command's output until
+	 * its end must not wait for us, nor for what the command left
+	 * running, a daemon say, which the pacer goes on pacing. */
 	setsid();
 	prctl(PR_SET_NAME, (unsigned long)"agilerun-pacer", 0, 0, 0);
 	signal(SIGPIPE, SIG_IGN);
@@ -647,6 +652,12 @@ static void __attribute__((noreturn)) pacer_main(int sock, const char *library)
 		sock = 3;
 	}
 	close_range(4, ~0U, 0);
+#ifdef SYS_pidfd_open
+	watch = (int)syscall(SYS_pidfd_open, command, 0);
+#else
+	(void)command;
+	watch = -1;
+#endif
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		dup2(null, 0);
@@ -663,7 +674,7 @@ static void __attribute__((noreturn)) pacer_main(int sock, const char *library)
 	/* The library reads the rules and opens the state file before it
 	 * calls pacer_handshake: under AGILE_STRICT=1 a problem with either
 	 * stops it there, before the filter is installed. */
-	if (run(pacer_handshake, &sock) < 0) {
+	if (run(pacer_handshake, &sock, watch) < 0) {
 		warn("--seccomp: the pacer stopped");
 		_exit(EXIT_AGILERUN);
 	}
@@ -742,7 +753,7 @@ static bool start_pacer(const char *library)
 	                      .msg_control = control,
 	                      .msg_controllen = sizeof(control) };
 	struct cmsghdr *cmsg;
-	pid_t middle, pacer;
+	pid_t self = getpid(), middle, pacer;
 	int sv[2], listener, status, error;
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -757,7 +768,7 @@ static bool start_pacer(const char *library)
 	if (middle == 0) {
 		close(sv[0]);
 		if (fork() == 0)
-			pacer_main(sv[1], library);
+			pacer_main(sv[1], library, self);
 		_exit(0);
 	}
 	close(sv[1]);

@@ -17,7 +17,8 @@
 #   its connects, so each takes one grant (agilestat's connects equal the
 #   connections made: with two grants each, 20 curl connections would take
 #   3.8 s and count 40).
-# A refused connect still fails with ECONNREFUSED, paced.  Under
+# A refused connect still fails with ECONNREFUSED, paced.  A command's
+# output ends with it, not with a child it left running.  Under
 # AGILE_STRICT=1 a state file the pacer cannot use stops agilerun before
 # the command runs.  When the command ends, its pacer ends too.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/fault/lib.sh"
@@ -181,6 +182,22 @@ set -- $out
 check "v[0] == 6 and v[1] == 111" "refused: 6 connects failed with ECONNREFUSED" \
 	"$4" "${16}"
 check "v[0] >= 0.95 * 5 / 5" "refused: paced" "$6"
+
+# A command that leaves a process running, as a daemon does (here a
+# shell's background sleep, its output elsewhere): a caller reading
+# agilerun's output and errors until their end (`$(agilerun ... 2>&1)`)
+# has them when the command ends.  The pacer goes on pacing what was left,
+# but no longer holds agilerun's standard error: it did, and such a caller
+# waited for the daemon, here 60 s (await_file gives up after 10).
+( "$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
+	-d "api=127.0.0.1:$port max=5 floor=5" -- \
+	sh -c 'sleep 60 </dev/null >/dev/null 2>&1 & echo $! >"$0"' \
+	"$tmp/daemon.pid" 2>&1 | cat >"$tmp/daemon.out"
+  echo ended >"$tmp/daemon.ended" ) &
+started $!
+await_file "$tmp/daemon.ended" \
+	"daemon: agilerun's output stayed open while its command's child ran"
+kill "$(cat "$tmp/daemon.pid")"
 
 # AGILE_STRICT=1 and a state file that cannot be used: the pacer stops
 # before the filter is installed, and agilerun with it, with status 2 and
