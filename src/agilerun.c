@@ -783,6 +783,24 @@ static bool start_pacer(const char *library)
 	 * the exec).  Without Yama this fails, harmlessly. */
 	prctl(PR_SET_PTRACER, (unsigned long)pacer, 0, 0, 0);
 	listener = install_filter();
+	if (listener < 0 && errno == EBUSY) {
+		/* A process has one seccomp supervisor at most (the kernel
+		 * refuses a second filter with a listener), and AGILE_SECCOMP
+		 * says whose this one is: an outer agilerun --seccomp's pacer,
+		 * which goes on pacing the command, by its own rules. */
+		const char *outer = getenv("AGILE_SECCOMP");
+
+		close(sv[0]);
+		if (outer != NULL && strcmp(outer, "1") == 0) {
+			warnx("--seccomp: already under an outer agilerun "
+			      "--seccomp, whose pacer paces what the preload "
+			      "cannot reach by its destinations; those given "
+			      "here reach preloaded programs only");
+			return true;
+		}
+		return unpaced("cannot install the filter: another seccomp "
+		               "supervisor already watches this process");
+	}
 	if (listener < 0) {
 		char why[128];
 

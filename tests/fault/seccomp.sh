@@ -17,7 +17,8 @@
 #   its connects, so each takes one grant (agilestat's connects equal the
 #   connections made: with two grants each, 20 curl connections would take
 #   3.8 s and count 40).
-# A refused connect still fails with ECONNREFUSED, paced.  A command's
+# Under an outer agilerun --seccomp, an inner one leaves the pacing to its
+# pacer.  A refused connect still fails with ECONNREFUSED, paced.  A command's
 # output ends with it, not with a child it left running.  Under
 # AGILE_STRICT=1 a state file the pacer cannot use stops agilerun before
 # the command runs.  When the command ends, its pacer ends too.
@@ -171,6 +172,25 @@ EOF
 cc -static -O2 -o "$tmp/udp" "$tmp/udp.c" || fail "cc udp.c"
 out=$(agilerun -- "$tmp/udp" "$port") || fail "udp: $out"
 check "v[0] == $before" "udp: no grant for a datagram socket" "$(connects)"
+
+# agilerun --seccomp under agilerun --seccomp: a process has one seccomp
+# supervisor at most, so the inner agilerun installs no filter (EBUSY) and
+# says that the outer pacer paces the static client, by the outer rules
+# (api, at 5/s, not inner's 100/s).  It said it ran the client unpaced,
+# and that the client would run unthrottled, and under AGILE_STRICT=1 it
+# would not run it at all.
+out=$(AGILE_STRICT=1 agilerun -- "$builddir/src/agilerun" --seccomp \
+	-d "inner=127.0.0.1:$port max=100" -- \
+	"$tmp/static_client" -n 10 "$port" 2>"$tmp/err") ||
+	fail "nested: $out $(cat "$tmp/err")"
+paced "nested, by the outer pacer" 10 "$out"
+grep -q "already under an outer agilerun --seccomp" "$tmp/err" ||
+	fail "nested: agilerun did not say who paces: $(cat "$tmp/err")"
+! grep -q "unpaced\|unthrottled" "$tmp/err" ||
+	fail "nested: agilerun said unpaced: $(cat "$tmp/err")"
+before=$((before + 10))
+check "v[0] == $before" "nested: 10 more connects counted in the outer rule" \
+	"$(connects)"
 
 # Refused: the program sees ECONNREFUSED (111), after its grant.
 closed=$(closed_port)
