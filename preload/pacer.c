@@ -37,6 +37,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -293,9 +294,47 @@ static void leave_stderr(void)
 	}
 }
 
+/*
+ * SIGTERM, SIGINT or SIGHUP, the signal a process is asked to stop with,
+ * sent to the pacer alone (`kill`, `pkill agilerun`) or with the command
+ * (a service manager stopping a unit): a pacer that stopped would make
+ * every further connect under the filter fail with ENOSYS, a command
+ * shutting down cleanly among them.  So the pacer stops pacing instead:
+ * it lets every held connect and every later one go on, and ends with the
+ * last process under the filter, as ever.  Caught from the start, and
+ * blocked but in ppoll, so that the loop sees the flag at its top.
+ */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void catch_stop_signals(sigset_t *during_poll)
+{
+	static const int stops[] = { SIGTERM, SIGINT, SIGHUP };
+	struct sigaction action;
+	sigset_t blocked;
+
+	memset(&action, 0, sizeof(action));
+	action.sa_handler = on_stop_signal;
+	sigemptyset(&action.sa_mask);
+	sigemptyset(&blocked);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++) {
+		sigaddset(&blocked, stops[i]);
+		sigaction(stops[i], &action, NULL);
+	}
+	sigprocmask(SIG_BLOCK, &blocked, during_poll);
+	for (size_t i = 0; i < sizeof(stops) / sizeof(stops[0]); i++)
+		sigdelset(during_poll, stops[i]);
+}
+
 AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
                                  int command)
 {
+	bool pacing = true;
+	sigset_t during_poll;
 	struct seccomp_notif_sizes sizes;
 	struct seccomp_notif *req;
 	size_t req_size;
@@ -304,6 +343,7 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
 	/* The pacer's own calls go straight to libc: it is the supervisor,
 	 * not a program to throttle. */
 	agile__enter();
+	catch_stop_signals(&during_poll);
 	/* A grant due in microseconds must not wait for the default 50 us
 	 * of timer slack on top. */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -328,7 +368,14 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
 		struct timespec wait, *timeout = NULL;
 		int64_t now = agile__now_ns();
 
-		while (heap_count > 0 && heap[0].due_ns <= now)
+		if (pacing && stop_signal != 0) {
+			pacing = false;
+			agile__log(AGILE_LOG_WARN, "agilerun --seccomp: the pacer "
+			           "got signal %d (%s): it lets every connect go "
+			           "on unpaced from now on", (int)stop_signal,
+			           strsignal(stop_signal));
+		}
+		while (heap_count > 0 && (!pacing || heap[0].due_ns <= now))
 			release(heap_pop().id);
 		if (heap_count > 0) {
 			int64_t left = heap[0].due_ns - now;
@@ -337,7 +384,7 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
 			wait.tv_nsec = (long)(left % AGILE_NS_PER_S);
 			timeout = &wait;
 		}
-		if (ppoll(pfd, 2, timeout, NULL) < 0) {
+		if (ppoll(pfd, 2, timeout, &during_poll) < 0) {
 			if (errno == EINTR)
 				continue;
 			return -1;
@@ -353,7 +400,7 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
 			memset(req, 0, req_size);
 			if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, req) < 0)
 				continue; /* EINTR, or its caller is gone */
-			due = decide(req);
+			due = pacing ? decide(req) : 0;
 			if (due == 0)
 				release(req->id);
 			else if (due > 0 &&
