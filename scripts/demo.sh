@@ -32,13 +32,21 @@ need_packages 1 gcc make autoconf automake libtool pkg-config libbsd-dev \
 
 build=${AGILE_BUILDDIR:-$top/build}
 if [ ! -x "$build/src/agilerun" ] || [ ! -f "$build/preload/.libs/libagilepreload.so" ]; then
-	echo "== building (once)"
+	# What the build prints (autoreconf's list of the files it installs,
+	# configure's warning that Check, which only the tests need, is
+	# missing) goes to a log, shown when the build fails.
 	cd "$top"
-	[ -x configure ] || autoreconf -fi >/dev/null
 	mkdir -p "$build"
-	cd "$build"
-	[ -f Makefile ] || "$top/configure" --quiet
-	make -j"$(nproc)" >/dev/null
+	build=$(cd "$build" && pwd)
+	log=$build/demo-build.log
+	echo "== building (once; the log is $log)"
+	if ! { { [ -x configure ] || autoreconf -fi; } &&
+	       cd "$build" && { [ -f Makefile ] || "$top/configure" --quiet; } &&
+	       make -j"$(nproc)"; } >"$log" 2>&1; then
+		tail -n 30 "$log" >&2
+		echo "demo.sh: the build failed; its log is $log" >&2
+		exit 1
+	fi
 fi
 agilerun="$build/src/agilerun"
 agilestat="$build/src/agilestat"
