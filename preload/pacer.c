@@ -25,9 +25,10 @@
  * through libc itself, and marks them (AGILE_PACER_MARK, symbols.c): the
  * filter lets those through without asking, or each such connection would
  * take two grants.  A Go program's own connects carry no mark, preload or
- * not, and come here.  The pacer waits for grants with a heap of due times and one ppoll(), so one
- * slow destination never holds up another's connects.  It stops when the
- * filter has no process left (POLLHUP on the listener).
+ * not, and come here.  The pacer waits for grants with a heap of due times
+ * and one ppoll(), so one slow destination never holds up another's
+ * connects.  It stops when the filter has no process left (POLLHUP on the
+ * listener).
  */
 #include "config.h"
 
@@ -38,12 +39,12 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -474,7 +475,6 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
 
 			if (left > last_hurry_ns + HURRY_NS - now)
 				left = last_hurry_ns + HURRY_NS - now;
-
 			wait.tv_sec = (time_t)(left / AGILE_NS_PER_S);
 			wait.tv_nsec = (long)(left % AGILE_NS_PER_S);
 			timeout = &wait;

@@ -561,10 +561,11 @@ static void warn_unthrottled(const char *command, bool paced)
  * process installs the filter and sends the listener; the pacer answers one
  * byte once it holds it.  Until the filter is installed, any failure leaves
  * the command to run unpaced, with one line on stderr (under
- * AGILE_STRICT=1, not to run).  After, there is no going back: a connect with no
- * supervisor fails with ENOSYS, so agilerun exits rather than run the
- * command that way.
+ * AGILE_STRICT=1, not to run).  After, there is no going back: a connect
+ * with no supervisor fails with ENOSYS, so agilerun exits rather than run
+ * the command that way.
  */
+
 /* --seccomp cannot pace the command, for reason `why`: say so and run it
  * unpaced (false); under AGILE_STRICT=1, which never lets a command run
  * unthrottled for a problem it can report, exit 2 instead, as the preload
