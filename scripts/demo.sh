@@ -31,7 +31,7 @@ need_packages 1 gcc make autoconf automake libtool pkg-config libbsd-dev \
 	python3 apache2-utils
 
 build=${AGILE_BUILDDIR:-$top/build}
-if [ ! -x "$build/src/agilerun" ] || [ ! -f "$build/preload/.libs/libagilepreload.so" ]; then
+if [ ! -x "$build/src/tools/agilerun" ] || [ ! -f "$build/preload/.libs/libagilepreload.so" ]; then
 	# What the build prints (autoreconf's list of the files it installs,
 	# configure's warning that Check, which only the tests need, is
 	# missing) goes to a log, shown when the build fails.
@@ -48,8 +48,8 @@ if [ ! -x "$build/src/agilerun" ] || [ ! -f "$build/preload/.libs/libagilepreloa
 		exit 1
 	fi
 fi
-agilerun="$build/src/agilerun"
-agilestat="$build/src/agilestat"
+agilerun="$build/src/tools/agilerun"
+agilestat="$build/src/tools/agilestat"
 
 work=$(mktemp -d)
 pids=()

@@ -248,10 +248,10 @@ tsan_suite() {
 	rm -rf "$logs"
 	mkdir -p "$logs"
 	echo "== ThreadSanitizer: the core's Check suites"
-	make -C "$top/build-tsan" -j"$jobs" tests/check_core \
+	make -C "$top/build-tsan" -j"$jobs" tests/core/check_core \
 		tests/fault/fault_client >/dev/null
 	TSAN_OPTIONS="halt_on_error=1:log_path=$logs/tsan" \
-		timeout -k 10 "$test_timeout" "$top/build-tsan/tests/check_core" \
+		timeout -k 10 "$test_timeout" "$top/build-tsan/tests/core/check_core" \
 		>"$out" 2>&1 || rc=$?
 	grep 'Checks: ' "$out" || true
 	if [ "$rc" -ne 0 ] || ! tally_check_line "$out"; then

@@ -41,7 +41,7 @@
  *      120     8   ready: AGILE_FLEET_READY once fully written
  *      128   128   reserved, zero
  *   record i at 256 + i * 1024 (struct agile_fleet_record; offsets are
- *   asserted by tests/check_fleet.c)
+ *   asserted by tests/common/check_fleet.c)
  */
 #ifndef AGILE_PRELOAD_FLEET_STATE_H
 #define AGILE_PRELOAD_FLEET_STATE_H

@@ -15,7 +15,7 @@
  *    permit table of the concurrency cap, the breaker's window, the quota's
  *    counter and the sliding window's stamps, the HTTP pause — and the
  *    counters agilestat shows.  Its layout is part of the state file's
- *    checked contract (tests/preload/check_state_layout.c).
+ *    checked contract (tests/common/check_state_layout.c).
  *
  * Locking: the breaker, the quota, the sliding window and the shedder are not
  * synchronised by libagile, so each sits behind a struct agile_state_lock, a

@@ -12,7 +12,7 @@
  *
  * The layout is a contract between the preload and agilestat (and between
  * two builds of the preload): every field is fixed-width, every offset below
- * is asserted by tests/preload/check_state_layout.c, and the header records
+ * is asserted by tests/common/check_state_layout.c, and the header records
  * the sizes a reader must agree with.  A file whose header disagrees —
  * another version, a different limiter size, truncated, garbage, or written
  * in an earlier boot (its monotonic timestamps would be meaningless) — is

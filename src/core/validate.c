@@ -10,7 +10,7 @@
  * breaks the promise until something rewrites it, a grant planned a century
  * ahead stalls every caller, a NaN rate sits at the floor.  A caller that did
  * not write the state itself checks it here before trusting it and
- * re-initialises what fails (the preload does: preload/state.c).
+ * re-initialises what fails (the preload does: src/common/state.c).
  *
  * The checks are exact where the core's own arithmetic decides (the
  * ceiling's spacing, the configuration byte for byte, flags and enumerations)

@@ -12,10 +12,10 @@
  * and 126 when it cannot be run, like env(1).
  *
  * The library is looked for next to this executable in the build tree first
- * (../preload/.libs/, so `src/agilerun` works straight after `make`), then in
- * the $(libdir) it was configured for.  Both are absolute paths: the current
- * directory is never searched, since a library planted there would be loaded
- * into the command.
+ * (../../preload/.libs/, so `src/tools/agilerun` works straight after `make`),
+ * then in the $(libdir) it was configured for.  Both are absolute paths: the
+ * current directory is never searched, since a library planted there would
+ * be loaded into the command.
  */
 #include "config.h"
 
@@ -282,14 +282,15 @@ static bool library_at(const char *path, char *out)
 /*
  * The library's absolute path.  From the build tree first: libtool links a
  * program that uses only convenience libraries in place, so this executable
- * is src/agilerun and the library is src/../preload/.libs/; should it ever
- * run from src/.libs/, one more level is tried.  Then the installed copy.
+ * is src/tools/agilerun and the library is src/tools/../../preload/.libs/;
+ * should it ever run from src/tools/.libs/, one more level is tried.  Then
+ * the installed copy.
  */
 static void find_library(char *out)
 {
 	static const char *const build_dirs[] = {
-		"/../preload/.libs/",
 		"/../../preload/.libs/",
+		"/../../../preload/.libs/",
 	};
 	char exe[PATH_MAX];
 	char candidate[PATH_MAX * 2];

@@ -1,9 +1,9 @@
 /*
- * agilestat_fleet.h - agilestat's view of the fleet budget (preload/fleet.h)
- * of each destination that has one: the fleet rate, this host's share of
- * it, Redis round trips per second, the live hosts Redis counts, and
- * whether the host is on its fallback budget.  Read from the fleet file
- * next to the state file; destinations without fleet settings show
+ * agilestat_fleet.h - agilestat's view of the fleet budget
+ * (preload/fleet/fleet.h) of each destination that has one: the fleet rate,
+ * this host's share of it, Redis round trips per second, the live hosts Redis
+ * counts, and whether the host is on its fallback budget.  Read from the fleet
+ * file next to the state file; destinations without fleet settings show
  * nothing.
  */
 #ifndef AGILESTAT_FLEET_H

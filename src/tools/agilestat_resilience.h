@@ -1,6 +1,6 @@
 /*
  * agilestat_resilience.h - agilestat's view of a slot's resilience region
- * (preload/resilience.h): the concurrency cap, breaker, quota and window,
+ * (src/common/resilience.h): the concurrency cap, breaker, quota and window,
  * HTTP verdicts, connect retries, per-address keys and inbound shedding,
  * in each of agilestat's formats.  Only the features a destination
  * configured are shown.

@@ -1,8 +1,8 @@
 /*
  * check_fleet.c - the fleet budget's pure parts, without Redis or a
- * process: RESP encoding and parsing (preload/resp.c), the fleet settings
- * and AGILE_REDIS (preload/fleet_config.c) as the rules parser reads them,
- * and the fleet file (preload/fleet_state.c): its checked layout, its
+ * process: RESP encoding and parsing (src/common/resp.c), the fleet settings
+ * and AGILE_REDIS (src/common/fleet_config.c) as the rules parser reads them,
+ * and the fleet file (src/common/fleet_state.c): its checked layout, its
  * creation and replacement, and finding a destination's record.
  */
 #include "config.h"

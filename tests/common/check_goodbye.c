@@ -1,6 +1,6 @@
 /*
  * check_goodbye.c - proto=redis's QUIT, proto=postgres's Terminate,
- * proto=mysql's COM_QUIT and proto=memcached's quit (preload/goodbye.c):
+ * proto=mysql's COM_QUIT and proto=memcached's quit (src/common/goodbye.c):
  * recognised exactly, in the forms real clients send
  * them and across iovecs, and nothing else: not a command written with
  * them, not a longer or shorter message, and never on a destination that

@@ -1,5 +1,5 @@
 /*
- * check_http.c - proto=http's Retry-After (preload/http.c): delta-seconds
+ * check_http.c - proto=http's Retry-After (src/common/http.c): delta-seconds
  * and the three forms of RFC 9110's HTTP-date, read against a wall clock
  * passed in, so every expectation is exact.  A date is honoured only when
  * it is spelt as the grammar says and names a real moment (right day name,

@@ -1,6 +1,6 @@
 /*
  * check_http2.c - HTTP/2's frames that are neither a request nor a
- * response (preload/http2.c): the client preface, recognised exactly; a
+ * response (src/common/http2.c): the client preface, recognised exactly; a
  * send of whole connection-keeping frames (nghttp2's closing GOAWAY, a
  * SETTINGS acknowledgement), across iovecs, and not when a HEADERS or DATA
  * frame, a frame cut short or more comes with them; a read of the

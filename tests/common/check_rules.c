@@ -1,5 +1,5 @@
 /*
- * check_rules.c - the destination rules of the preload (preload/rules.c):
+ * check_rules.c - the destination rules of the preload (src/common/rules.c):
  * every destination form, every key, every error message, the strictness
  * policy (a bad setting keeps its default and the rule stays in force; a bad
  * destination or max disables the rule), matching precedence, and learning

@@ -3,7 +3,7 @@
  *
  * The preload of one build and the agilestat of another (or two preloads
  * of different builds in one pipeline) share the file, so every offset and
- * size of the format documented in preload/state.h is asserted here with
+ * size of the format documented in src/common/state.h is asserted here with
  * literal numbers.  A change to the layout must change this test and bump
  * AGILE_STATE_VERSION together; the header fields that depend on the core's
  * structs (struct agile_rate_limiter's size, and the resilience region's,

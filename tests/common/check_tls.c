@@ -1,5 +1,5 @@
 /*
- * check_tls.c - the TLS record walker of the preload (preload/tls.c): what
+ * check_tls.c - the TLS record walker of the preload (src/common/tls.c): what
  * it recognises in TLS 1.2 and 1.3 exchanges as OpenSSL, curl and Python
  * make them, its heuristics (the encrypted Finished and close_notify by
  * size, the ticket rule's flag), and that it gives up, never guesses, on

@@ -41,7 +41,7 @@ unthrottled "static, under LD_PRELOAD" "$out"
 out=$(preloaded sh -c 'exec "$0" -n 10 "$1"' "$tmp/static_client" "$port") ||
 	fail "static, exec'd: $out"
 unthrottled "static, exec'd by a preloaded shell" "$out"
-out=$("$builddir/src/agilerun" -s "$AGILE_STATE" \
+out=$("$builddir/src/tools/agilerun" -s "$AGILE_STATE" \
 	-d "api=127.0.0.1:$port max=5 floor=5" -- "$tmp/static_client" -n 10 \
 	"$port" 2>"$tmp/err") || fail "agilerun, static: $out $(cat "$tmp/err")"
 grep -q "statically linked" "$tmp/err" || fail "agilerun did not warn: $(cat "$tmp/err")"

@@ -115,7 +115,7 @@ started "$alive"
 # poke WHAT [PID]: write the state a process (PID, by default one that has
 # exited) killed inside WHAT leaves; the offsets come from the header and
 # the layout state.h and resilience.h document
-# (tests/preload/check_state_layout.c asserts them).
+# (tests/common/check_state_layout.c asserts them).
 poke() {
 	PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$srcdir/tests/fault python3 - "$AGILE_STATE" api "${2:-$dead}" "$1" <<'PY'
 import struct, sys

@@ -38,7 +38,7 @@ port=$(start_server http api)
 cc -static -O2 -o "$tmp/static_client" "$srcdir/tests/fault/fault_client.c" \
 	-lpthread 2>"$tmp/cc.err" || skip "no static C library: $(cat "$tmp/cc.err")"
 agilerun() {
-	"$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
+	"$builddir/src/tools/agilerun" -s "$AGILE_STATE" --seccomp \
 		-d "api=127.0.0.1:$port max=5 floor=5" "$@"
 }
 connects() { stat_json api 'd["connects"]'; }
@@ -162,7 +162,7 @@ EOF
 	(cd "$tmp/go" && GOCACHE="$tmp/gocache" GOFLAGS=-mod=mod \
 		go build -o "$tmp/goclient" . >"$tmp/go.log" 2>&1) ||
 		fail "go build: $(cat "$tmp/go.log")"
-	"$builddir/src/agilerun" -d "api=127.0.0.1:$port max=5" -- \
+	"$builddir/src/tools/agilerun" -d "api=127.0.0.1:$port max=5" -- \
 		"$tmp/goclient" "$port" >/dev/null 2>"$tmp/err" || true
 	grep -q "is a Go program" "$tmp/err" ||
 		fail "agilerun did not warn about a Go program: $(cat "$tmp/err")"
@@ -180,7 +180,7 @@ EOF
 	# 10 s is the bound.  The program runs in a process group of its own,
 	# with SIGINT not ignored, as a terminal's foreground job.
 	closed=$(closed_port)
-	python3 - "$AGILESTAT" "$builddir/src/agilerun" -s "$AGILE_STATE" \
+	python3 - "$AGILESTAT" "$builddir/src/tools/agilerun" -s "$AGILE_STATE" \
 		--seccomp -d "slow=127.0.0.1:$closed max=1/m floor=1/m" -- \
 		"$tmp/goclient" "$closed" burst >"$tmp/int.out" 2>&1 <<'PY' ||
 import json, os, signal, subprocess, sys, time
@@ -266,7 +266,7 @@ check "v[0] == $before" "udp: no grant for a datagram socket" "$(connects)"
 # (api, at 5/s, not inner's 100/s).  It said it ran the client unpaced,
 # and that the client would run unthrottled, and under AGILE_STRICT=1 it
 # would not run it at all.
-out=$(AGILE_STRICT=1 agilerun -- "$builddir/src/agilerun" --seccomp \
+out=$(AGILE_STRICT=1 agilerun -- "$builddir/src/tools/agilerun" --seccomp \
 	-d "inner=127.0.0.1:$port max=100" -- \
 	"$tmp/static_client" -n 10 "$port" 2>"$tmp/err") ||
 	fail "nested: $out $(cat "$tmp/err")"
@@ -281,7 +281,7 @@ check "v[0] == $before" "nested: 10 more connects counted in the outer rule" \
 
 # Refused: the program sees ECONNREFUSED (111), after its grant.
 closed=$(closed_port)
-out=$("$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
+out=$("$builddir/src/tools/agilerun" -s "$AGILE_STATE" --seccomp \
 	-d "down=127.0.0.1:$closed max=5 floor=5" -- \
 	"$tmp/static_client" -n 6 "$closed") && fail "refused: succeeded: $out"
 note "refused: $out"
@@ -296,7 +296,7 @@ check "v[0] >= 0.95 * 5 / 5" "refused: paced" "$6"
 # has them when the command ends.  The pacer goes on pacing what was left,
 # but no longer holds agilerun's standard error: it did, and such a caller
 # waited for the daemon, here 60 s (await_file gives up after 10).
-( "$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
+( "$builddir/src/tools/agilerun" -s "$AGILE_STATE" --seccomp \
 	-d "api=127.0.0.1:$port max=5 floor=5" -- \
 	sh -c 'sleep 60 </dev/null >/dev/null 2>&1 & echo $! >"$0"' \
 	"$tmp/daemon.pid" 2>&1 | cat >"$tmp/daemon.out"
@@ -315,7 +315,7 @@ kill "$(cat "$tmp/daemon.pid")"
 # (so the others are held or to come), when it is the only pacer left.
 pacers_gone "before term"
 served=$(wc -l <"$tmp/api.requests")
-"$builddir/src/agilerun" -s "$AGILE_STATE" --seccomp \
+"$builddir/src/tools/agilerun" -s "$AGILE_STATE" --seccomp \
 	-d "api=127.0.0.1:$port max=2 floor=2" -- \
 	"$tmp/static_client" -n 10 "$port" >"$tmp/term.out" 2>"$tmp/term.err" &
 term=$!
@@ -341,7 +341,7 @@ grep -q "lets every connect go on unpaced" "$tmp/term.err" ||
 # the command not run, as the preload stops a program.  The pacer used to
 # stop at the first connect, with the filter in place: the command ran on,
 # every connect failing with ENOSYS (38).
-out=$(AGILE_STRICT=1 "$builddir/src/agilerun" -s "$tmp/none/state" \
+out=$(AGILE_STRICT=1 "$builddir/src/tools/agilerun" -s "$tmp/none/state" \
 	--seccomp -d "api=127.0.0.1:$port max=5 floor=5" -- \
 	"$tmp/static_client" -n 1 "$port" 2>"$tmp/err") && rc=0 || rc=$?
 [ "$rc" -eq 2 ] && [ -z "$out" ] ||

@@ -37,7 +37,7 @@ export AGILE_DEST_API="127.0.0.1:$port max=20 floor=20 initial=20"
 # poke WHAT: write garbage WHAT (random, nan, int64) into the slot of
 # destination "api", or check that its limiter is whole (ok; exit 1 when
 # not).  The slot is found by tests/fault/statefile.py; the offsets inside
-# the limiter are asserted by tests/preload/check_state_layout.c.
+# the limiter are asserted by tests/common/check_state_layout.c.
 poke() {
 	PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$srcdir/tests/fault python3 - "$AGILE_STATE" api "$1" <<'PY'
 import math, random, struct, sys

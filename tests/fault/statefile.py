@@ -1,8 +1,8 @@
 """statefile.py - find a destination's slot in a live state file, for the
 fault tests that write into one (kill_update.sh, slot_garbage.sh).
 
-The header fields and the slot's layout are the ones preload/state.h
-documents and tests/preload/check_state_layout.c asserts: slot size and
+The header fields and the slot's layout are the ones src/common/state.h
+documents and tests/common/check_state_layout.c asserts: slot size and
 count at byte 16, the limiter's size and offset at 40 and 48, the
 resilience region's size at 112, slots from byte 256, placed by the
 name's FNV-1a hash and linear probing, the name at byte 16 of its slot.

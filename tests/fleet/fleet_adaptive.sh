@@ -14,7 +14,7 @@
 #    drop carries two thirds of it), and after the drop backs all three
 #    hosts off together, below the second one's excess (how far below,
 #    and how long it holds the first capacity, is the control law's
-#    business, the same as one host alone: tests/check_stories.c).  On a
+#    business, the same as one host alone: tests/core/check_stories.c).  On a
 #    loaded machine the slow start's overshoot queues at the downstream
 #    and is cut a second or two after the peak, some runs before the drop
 #    (per second: 96, 143, 153, 144, 95, 6 from 3 s on), so the mean

@@ -1,5 +1,5 @@
 /*
- * fuzz_http.c - libFuzzer harness for proto=http (preload/http.c), which
+ * fuzz_http.c - libFuzzer harness for proto=http (src/common/http.c), which
  * reads the status line and headers of the responses a server sends, and
  * the request line of the requests an inbound client sends.
  *

@@ -1,6 +1,6 @@
 /*
  * fuzz_rules.c - libFuzzer harness for the destination and configuration
- * parser (preload/rules.c), which reads whatever a user put in the
+ * parser (src/common/rules.c), which reads whatever a user put in the
  * environment of every program the preload enters.
  *
  * The input is split at newlines.  Every line is one environment entry for

@@ -1,7 +1,7 @@
 /*
  * fuzz_state.c - libFuzzer harness for the state file's loader: the check
  * every process makes before it trusts a mapped file (agile_state_validate),
- * and, for a file it accepts, what preload/state.c then does with the slots
+ * and, for a file it accepts, what src/common/state.c then does with the slots
  * in it.  The file is shared memory that any process of the user (or an
  * older build, or a crash) may have left in any shape.
  *

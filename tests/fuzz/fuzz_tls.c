@@ -1,6 +1,6 @@
 /*
  * fuzz_tls.c - libFuzzer harness for the TLS record walker
- * (preload/tls.c), which reads the record headers a server sends, and the
+ * (src/common/tls.c), which reads the record headers a server sends, and the
  * client's, of every TLS connection to a rule's destination.
  *
  * The input is a script of operations, each:

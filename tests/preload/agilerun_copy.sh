@@ -11,7 +11,7 @@
 # gets its 20/s.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
-agilerun=$builddir/src/agilerun
+agilerun=$builddir/src/tools/agilerun
 
 # The "installed" copy: the same library, another file.
 mkdir "$tmp/lib"

@@ -10,7 +10,7 @@
 # retry=1 so the connect feature's counters are shown too, has its
 # connection, unreachable, truncated and connect-retry counters set to
 # 2^40 + 7, 2^53 + 1 (no double holds it), 2^64 - 1 and 2^60 + 1 at their
-# offsets in the format (tests/preload/check_state_layout.c); --prometheus
+# offsets in the format (tests/common/check_state_layout.c); --prometheus
 # must print each as that whole number, and the configured max as
 # 987654321.25.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"

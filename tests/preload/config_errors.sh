@@ -18,7 +18,7 @@ set -u
 
 builddir=${AGILE_BUILDDIR:-$(pwd)}
 preload=$builddir/preload/.libs/libagilepreload.so
-agilerun=$builddir/src/agilerun
+agilerun=$builddir/src/tools/agilerun
 if [ ! -f "$preload" ] || [ ! -x "$agilerun" ]; then
 	echo "SKIP: $preload or $agilerun is not built"
 	exit 77

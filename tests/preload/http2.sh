@@ -14,7 +14,7 @@
 # HTTP/2 preface, sends of SETTINGS, PING, WINDOW_UPDATE, PRIORITY,
 # RST_STREAM and GOAWAY frames only are no requests, and reads of SETTINGS,
 # PING, WINDOW_UPDATE and PRIORITY frames only answer none
-# (preload/http2.c).  h2load, one stream at a time on each of two
+# (src/common/http2.c).  h2load, one stream at a time on each of two
 # connections, and nghttp three times, against nghttpd without TLS, at
 # floor=max=20/s with breaker=sre: one grant and one sample per request,
 # nothing truncated, no breaker failure.  (curl --http2-prior-knowledge

@@ -13,7 +13,7 @@ set -eu
 builddir=${AGILE_BUILDDIR:-$(pwd)}
 srcdir=${AGILE_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 PRELOAD=$builddir/preload/.libs/libagilepreload.so
-AGILESTAT=$builddir/src/agilestat
+AGILESTAT=$builddir/src/tools/agilestat
 HTTPD=$srcdir/tests/preload/httpd.py
 SLOW_HTTPD=$srcdir/tests/preload/slow_httpd.py
 test_name=$(basename "$0" .sh)

@@ -4,7 +4,7 @@
 # A MySQL client that uses TLS reads the server's greeting, sends a short
 # SSL request that the server does not answer, and then its ClientHello:
 # the connection's first bytes are the server's, not a ClientHello, and the
-# TLS walker counted the TLS byte by byte (preload/track.c, start_tls).
+# TLS walker counted the TLS byte by byte (preload/track/track.c, start_tls).
 # Three sessions of the mariadb client (three statements each) against a
 # mariadbd with a fresh certificate, at floor=max=20/s, with --ssl and with
 # --skip-ssl: the TLS sessions must count exactly the samples and grants of

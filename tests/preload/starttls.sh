@@ -2,7 +2,7 @@
 # starttls.sh - TLS started on a plain connection is followed as TLS.
 #
 # SMTP's and IMAP's STARTTLS and MySQL's SSL request begin TLS after plain
-# exchanges of the protocol's own.  The TLS walker (preload/tls.h) decided
+# exchanges of the protocol's own.  The TLS walker (src/common/tls.h) decided
 # TLS only from a connection's first bytes, so that TLS was counted byte by
 # byte: each handshake flight a request with a grant of its own, and the
 # handshake's round trip a sample.  Now a ClientHello sent on a plain

@@ -4,7 +4,7 @@
  *
  *     syscall_client
  *
- * The hook is syscall() itself (preload/hooks_socket.c), and it must pass
+ * The hook is syscall() itself (preload/hooks/hooks_socket.c), and it must pass
  * every call on unchanged whatever the number of arguments the caller
  * wrote: getpid with none, close with one, dup3 with three, mmap with six.
  * It used to read six longs with va_arg whatever the caller passed, and

@@ -1,7 +1,7 @@
 #!/bin/sh
 # tls.sh - an HTTPS request counts as one request, whatever TLS does around it.
 #
-# The preload reads the records' headers (preload/tls.h): the ClientHello
+# The preload reads the records' headers (src/common/tls.h): the ClientHello
 # waits for the connection's grant, the rest of the handshake and the first
 # HTTP request ride on it, close_notify is a goodbye (no grant, not
 # truncated), and a round trip runs from an HTTP request to the first byte
