@@ -274,14 +274,40 @@ void agile__strict_exit(void)
 	_exit(2);
 }
 
+/*
+ * Every lock of the preload, taken before fork() in this one order and
+ * released after it in the reverse order, in the parent and in the child,
+ * so that a child never inherits a lock held by a thread that does not
+ * exist there (socket_wrapper's SWRAP_LOCK_ALL).  No code takes a lock
+ * while it holds one later in the list, so the order cannot deadlock:
+ *
+ *   patch_lock   hooks_dlopen.c   one patcher of a library's relocations
+ *                                 at a time
+ *   learn_lock   destinations.c   learning host names' addresses into the
+ *                                 rules, and the host-name fallback
+ *   attach_lock  destinations.c   attaching destinations to the state
+ *                                 file's slots, and opening it
+ *   keys_lock    keys_hook.c      the per-rule tables of keys=
+ *   linger_lock  inbound.c        the ring of shed connections waiting to
+ *                                 be closed, held across their recv() and
+ *                                 close()
+ *
+ * The shared-memory locks of the state file (shlock.h) are not here: held
+ * by a thread of another process, or of this one, they are released by
+ * their holder whatever fork() does.
+ */
 static void atfork_prepare(void)
 {
 	agile__dlopen_atfork_prepare();
 	agile__destinations_atfork_prepare();
+	agile__keys_atfork_prepare();
+	agile__inbound_atfork_prepare();
 }
 
 static void atfork_parent(void)
 {
+	agile__inbound_atfork_release();
+	agile__keys_atfork_release();
 	agile__destinations_atfork_parent();
 	agile__dlopen_atfork_release();
 }
@@ -289,6 +315,8 @@ static void atfork_parent(void)
 static void atfork_child(void)
 {
 	__atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
+	agile__inbound_atfork_release();
+	agile__keys_atfork_release();
 	agile__destinations_atfork_child();
 	agile__dlopen_atfork_release();
 }

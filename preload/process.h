@@ -32,10 +32,15 @@ bool agile__strict(void);
  * taken. */
 void agile__process_register_atfork(void);
 
-/* hooks_dlopen.c's lock, taken before fork() and released after it in both
- * processes. */
+/* The locks of hooks_dlopen.c, keys_hook.c and inbound.c, taken before
+ * fork() and released after it in both processes, in the order process.c
+ * lists (destinations.h declares that module's own). */
 void agile__dlopen_atfork_prepare(void);
 void agile__dlopen_atfork_release(void);
+void agile__keys_atfork_prepare(void);
+void agile__keys_atfork_release(void);
+void agile__inbound_atfork_prepare(void);
+void agile__inbound_atfork_release(void);
 
 /*
  * True in the child of a vfork() (or of a clone() sharing memory) that has

@@ -63,6 +63,7 @@
 #include "destinations.h"
 #include "inbound.h"
 #include "log.h"
+#include "process.h"
 #include "resilience_hook.h"
 #include "shlock.h"
 #include "symbols.h"
@@ -72,13 +73,24 @@
 #define LINGER_MAX 256
 
 /* Answered shed connections waiting to be closed, oldest first in a ring;
- * the lock is held for a few close calls at most, never while waiting. */
+ * the lock is held for a few recv and close calls at most, never while
+ * waiting, and across fork() (process.c lists every lock in its order). */
 static struct {
 	int fd;
 	int64_t since_ns;
 } lingering[LINGER_MAX];
 static unsigned int linger_first, linger_count;
 static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void agile__inbound_atfork_prepare(void)
+{
+	pthread_mutex_lock(&linger_lock);
+}
+
+void agile__inbound_atfork_release(void)
+{
+	pthread_mutex_unlock(&linger_lock);
+}
 
 static void drain_and_close(int fd)
 {

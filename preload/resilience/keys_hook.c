@@ -25,6 +25,7 @@
 #include "agile_keyed.h"
 #include "atomics.h"
 #include "clock.h"
+#include "process.h"
 #include "resilience_hook.h"
 
 /* One table per rule, created at its first connect; the lock serialises
@@ -33,15 +34,16 @@
 static struct agile_keyed *tables[AGILE_RULES_MAX];
 static struct agile_keyed_stats published[AGILE_RULES_MAX];
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
-static void atfork_prepare(void) { pthread_mutex_lock(&keys_lock); }
-static void atfork_parent(void) { pthread_mutex_unlock(&keys_lock); }
-static void atfork_child(void) { pthread_mutex_unlock(&keys_lock); }
-
-static void register_atfork(void)
+/* Held across fork() (process.c lists every lock in its order). */
+void agile__keys_atfork_prepare(void)
 {
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	pthread_mutex_lock(&keys_lock);
+}
+
+void agile__keys_atfork_release(void)
+{
+	pthread_mutex_unlock(&keys_lock);
 }
 
 static struct agile_keyed *table_for(int dest,
@@ -109,7 +111,6 @@ int agile__keys_admit(int dest, struct agile_state_resilience *z,
 
 	if (!address_key(addr, len, key))
 		return 0;
-	pthread_once(&atfork_once, register_atfork);
 	for (;;) {
 		int64_t now = agile__now_ns();
 		int64_t wait = 0;
