@@ -128,6 +128,8 @@ static void load(void)
 		if (rules.rule[i].inbound)
 			listen_rules++;
 	}
+	if (rules_enabled == 0)
+		__atomic_store_n(&agile__dest_none, 1, __ATOMIC_RELEASE);
 	if (errors > 0 && agile__strict()) {
 		agile__log(AGILE_LOG_ERROR, "AGILE_STRICT=1: %d configuration "
 		           "error%s; not starting", errors, errors == 1 ? "" : "s");
@@ -140,6 +142,8 @@ static void load(void)
 			           rules.rule[i].enabled ? "" : " (disabled)");
 	agile__leave();
 }
+
+int agile__dest_none;
 
 /* Set once load() has run (in whichever thread): every hook on a socket
  * asks, and a load and a branch are cheaper than a call to pthread_once. */

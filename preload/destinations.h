@@ -33,6 +33,15 @@ extern const struct agile_rules *const agile__dest_rules;
  * writing them. */
 extern int agile__dest_loaded;
 
+/* Set once the configuration is loaded and enables no rule: a connect
+ * then has nothing to match and nothing to track. */
+extern int agile__dest_none;
+
+static inline bool agile__destinations_none(void)
+{
+	return __atomic_load_n(&agile__dest_none, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* The rule `addr` matches (-1: none) when this thread's last match says,
  * from the cache, without loading or matching anything; otherwise
  * `unknown`.  Before the rules are loaded nothing is read. */

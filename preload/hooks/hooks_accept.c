@@ -14,13 +14,22 @@
 #include "destinations.h"
 #include "hooks.h"
 #include "inbound.h"
+#include "usermem.h"
 
 static int hook_accept4(int fd, struct sockaddr *addr, socklen_t *len,
                         int flags, bool four)
 {
-	socklen_t given = len != NULL ? *len : 0;
+	socklen_t given = 0;
 
 	agile__bind();
+	/* Without listener rules nothing is shed and nothing is read; with
+	 * them, the length is read from a copy, and one the kernel would
+	 * refuse is its to refuse (usermem.h). */
+	if (agile__busy || agile__disabled ||
+	    !agile__destinations_any_listen() ||
+	    (len != NULL && agile__copy_in(&given, len, sizeof(given)) < 0))
+		return four ? agile__libc.accept4(fd, addr, len, flags)
+		            : agile__libc.accept(fd, addr, len);
 	for (;;) {
 		int rc;
 

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -21,6 +22,7 @@
 
 #include "hooks.h"
 #include "track.h"
+#include "usermem.h"
 
 /* Run `call` (an expression) as a send on fd; evaluates to its result.
  * `iov` and `count` are the bytes it sends (NULL when they are not in
@@ -56,7 +58,9 @@
 } while (0)
 
 /* Same for a receive that asked for `asked` bytes into iov[0..count)
- * with `flags` (0 for read, readv and splice): MSG_PEEK leaves them for the
+ * with `flags` (0 for read, readv and splice), `asked`, `iov` and `count`
+ * evaluated only once the call succeeded, when the kernel has accepted
+ * the memory they read (usermem.h): MSG_PEEK leaves them for the
  * next one.  MSG_ERRQUEUE reads the socket's error queue, not the peer's
  * bytes: a MSG_ZEROCOPY completion (no bytes, once taken for an end of file
  * that truncated the request) or a transmit timestamp with a copy of the
@@ -76,8 +80,13 @@
 	if ((flags) & MSG_ERRQUEUE) \
 		return call; \
 	r_ = call; \
-	agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), (iov), \
-	                        (count), ((flags) & MSG_PEEK) != 0); \
+	if (r_ < 0) /* the kernel may have refused iov: not read */ \
+		agile__track_after_recv(t_, -1, errno, 0, NULL, 0, \
+		                        ((flags) & MSG_PEEK) != 0); \
+	else \
+		agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), \
+		                        (iov), (count), \
+		                        ((flags) & MSG_PEEK) != 0); \
 	return r_; \
 } while (0)
 
@@ -141,12 +150,18 @@ FAST_HOOK(ssize_t, send, (int fd, const void *buf, size_t len, int flags),
 static int fastopen(int fd, int flags, const struct sockaddr *addr,
                     socklen_t addrlen)
 {
+	struct sockaddr_storage copy;
 	int rc;
 
 	if (!(flags & MSG_FASTOPEN) || addr == NULL ||
 	    agile__hook_tracked(fd) != NULL || agile__busy || agile__disabled)
 		return 0;
-	rc = agile__track_fastopen(fd, addr, addrlen);
+	/* An address the kernel will refuse is the kernel's to refuse. */
+	if (addrlen > sizeof(copy) ||
+	    agile__copy_in(&copy, addr, addrlen) < 0)
+		return 0;
+	rc = agile__track_fastopen(fd, (const struct sockaddr *)&copy,
+	                           addrlen);
 	return rc < 0 ? rc : 0;
 }
 
@@ -163,17 +178,26 @@ static ssize_t hook_sendto(int fd, const void *buf, size_t len, int flags,
 	          agile__libc.sendto(fd, buf, len, flags, addr, addrlen));
 }
 
+/* The msghdr is the program's: read from a copy, and only when the
+ * kernel would accept it (usermem.h); the call gets the original. */
 static ssize_t hook_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
-	int refused = msg == NULL ? 0 : fastopen(fd, flags, msg->msg_name,
-	                                         msg->msg_namelen);
+	struct msghdr copy;
+	int refused;
 
+	if (!(flags & MSG_FASTOPEN) && agile__hook_tracked(fd) == NULL)
+		return agile__libc.sendmsg(fd, msg, flags);
+	if (msg == NULL || agile__copy_in(&copy, msg, sizeof(copy)) < 0)
+		return agile__libc.sendmsg(fd, msg, flags);
+	refused = fastopen(fd, flags, copy.msg_name, copy.msg_namelen);
 	if (refused < 0) {
 		errno = -refused;
 		return -1;
 	}
-	SEND_LIKE(ssize_t, fd, msg ? msg->msg_iov : NULL,
-	          msg ? (int)msg->msg_iovlen : 0,
+	if (copy.msg_iovlen > IOV_MAX ||
+	    !agile__iov_array_readable(copy.msg_iov, (long)copy.msg_iovlen))
+		return agile__libc.sendmsg(fd, msg, flags);
+	SEND_LIKE(ssize_t, fd, copy.msg_iov, (int)copy.msg_iovlen,
 	          agile__libc.sendmsg(fd, msg, flags));
 }
 
@@ -189,9 +213,16 @@ FAST_HOOK(ssize_t, write, (int fd, const void *buf, size_t len),
           SEND_TRACKED(ssize_t, t, ONE(buf, len), 1,
                        agile__libc.write(fd, buf, len)))
 
+/* The iovec array is the program's: looked at only when the kernel would
+ * accept it (usermem.h). */
 static ssize_t hook_writev(int fd, const struct iovec *iov, int count)
 {
-	SEND_LIKE(ssize_t, fd, iov, count, agile__libc.writev(fd, iov, count));
+	struct agile_fd *t = agile__hook_tracked(fd);
+
+	if (t == NULL || !agile__iov_array_readable(iov, count))
+		return agile__libc.writev(fd, iov, count);
+	SEND_TRACKED(ssize_t, t, iov, count,
+	             agile__libc.writev(fd, iov, count));
 }
 
 /* The request comes from a file: nothing to read. */

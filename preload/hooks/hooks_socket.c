@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,6 +30,7 @@
 #include "process.h"
 #include "resilience_hook.h"
 #include "track.h"
+#include "usermem.h"
 
 /* Whether the new socket is a stream one, so its first connect need not
  * ask (fdtable.h). */
@@ -48,11 +50,22 @@ static int hook_socket(int domain, int type, int protocol)
 
 static int hook_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
+	struct sockaddr_storage copy;
 	int dest;
 
 	agile__bind();
-	if (agile__busy || agile__disabled)
+	if (agile__busy || agile__disabled || agile__destinations_none())
 		return agile__libc.connect(fd, addr, len);
+	/* The address is matched from a copy, and one the kernel would
+	 * refuse is its to refuse (usermem.h); the copy is what the real
+	 * connect gets, the same bytes. */
+	if (len > sizeof(copy) || (addr == NULL && len > 0) ||
+	    agile__copy_in(&copy, addr, len) < 0)
+		return agile__libc.connect(fd, addr, len);
+	if (addr != NULL) {
+		memset((char *)&copy + len, 0, sizeof(copy) - len);
+		addr = (const struct sockaddr *)&copy;
+	}
 	/* The address this thread matched last: its answer is known without
 	 * a call.  Matching no rule, on an untracked socket, the connect()
 	 * passes straight through, as agile__track_connect would after

@@ -31,6 +31,7 @@
 #include "resilience_hook.h"
 #include "symbols.h"
 #include "track.h"
+#include "usermem.h"
 
 static bool is_unreachable(int error)
 {
@@ -815,6 +816,10 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 
 	/* This send may wait for a grant or start a request. */
 	if (request != AGILE_REQ_IN_FLIGHT && !still_tracked(t))
+		return AGILE_SEND_PASS;
+	/* Everything below may read the bytes before the kernel has: bytes
+	 * it would refuse are its to refuse, unseen (usermem.h). */
+	if (!agile__iov_readable(iov, count))
 		return AGILE_SEND_PASS;
 	agile__enter();
 	s = slot_of(t);

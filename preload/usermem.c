@@ -1,0 +1,198 @@
+/*
+ * usermem.c - reading the host program's memory without faulting (see
+ * usermem.h).
+ *
+ * Hand-written because no library offers it: the kernel is the only thing
+ * that can say whether a range is readable without a signal, and a SIGSEGV
+ * handler is out of the question in a guest library (it would take the
+ * program's own).  Readability is a property of pages, so a range is
+ * checked by asking for one byte of each page it touches, all of them in
+ * one process_vm_readv(2) on this very process (always permitted: no
+ * ptrace check applies to one's own address space).  That is one system
+ * call per checked send, whatever its size (a 1 MiB send touches 257
+ * pages, in two calls of PROBE_BATCH).
+ *
+ * Where a seccomp filter refuses process_vm_readv with an error, each page
+ * is checked with rt_sigprocmask(2) given an invalid `how`: the kernel
+ * copies the 8-byte set in (EFAULT when it cannot) before it rejects
+ * `how` (EINVAL), and changes nothing.  It is one call per page, so it is
+ * only the fallback.  Rejected: msync(2) and mincore(2), one call for a
+ * whole range, say whether pages are mapped but not whether they may be
+ * read (a PROT_NONE guard page passes); reading through /proc/self/mem
+ * needs a descriptor the program would see.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "symbols.h"
+#include "usermem.h"
+
+/* Permissions are per page, and every Linux page size is a multiple of
+ * this: probing every 4 KiB checks each page at least once. */
+#define PROBE_STEP 4096u
+/* Pages asked about per process_vm_readv: its remote iovec array, 4 KiB,
+ * on the stack. */
+#define PROBE_BATCH 256
+
+/* 1 once process_vm_readv has failed with anything but EFAULT (ENOSYS,
+ * EPERM from a seccomp filter): the fallback is used from then on. */
+static int vm_read_refused;
+
+/* Is the page holding p readable (the fallback)? */
+static bool page_readable(uintptr_t p)
+{
+	uintptr_t page = p & ~(uintptr_t)(PROBE_STEP - 1);
+
+	return agile__next_syscall()(SYS_rt_sigprocmask, -1L, (long)page, 0L,
+	                             (long)(_NSIG / 8)) != -1 ||
+	       errno != EFAULT;
+}
+
+/* The probes of `batch` in one call: 1 all readable, 0 one is not, -1 the
+ * call itself is refused. */
+static int probe_batch(struct iovec *remote, int n)
+{
+	char sink[PROBE_BATCH];
+	struct iovec local = { sink, (size_t)n };
+	ssize_t got;
+
+	if (__atomic_load_n(&vm_read_refused, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < n; i++)
+			if (!page_readable((uintptr_t)remote[i].iov_base))
+				return 0;
+		return 1;
+	}
+	got = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)n,
+	                       0);
+	if (got == n)
+		return 1;
+	if (got >= 0 || errno == EFAULT)
+		return 0;
+	__atomic_store_n(&vm_read_refused, 1, __ATOMIC_RELAXED);
+	return -1;
+}
+
+/* A set of ranges being checked: probes gathered until a batch is full. */
+struct probes {
+	struct iovec remote[PROBE_BATCH];
+	int n;
+	bool bad;
+};
+
+static void flush(struct probes *p)
+{
+	int rc;
+
+	if (p->n == 0 || p->bad)
+		return;
+	rc = probe_batch(p->remote, p->n);
+	if (rc < 0)
+		rc = probe_batch(p->remote, p->n); /* by the fallback */
+	p->bad = rc == 0;
+	p->n = 0;
+}
+
+/* Add the pages of [base, base + len) to the check. */
+static void add_range(struct probes *p, const void *base, size_t len)
+{
+	uintptr_t at = (uintptr_t)base;
+	uintptr_t last;
+
+	if (len == 0 || p->bad)
+		return;
+	if (at + len - 1 < at) { /* wraps around the address space */
+		p->bad = true;
+		return;
+	}
+	last = at + len - 1;
+	for (;;) {
+		if (p->n == PROBE_BATCH)
+			flush(p);
+		if (p->bad)
+			return;
+		p->remote[p->n++] = (struct iovec){ (void *)at, 1 };
+		/* The next page's first byte, if the range reaches it. */
+		at = (at & ~(uintptr_t)(PROBE_STEP - 1)) + PROBE_STEP;
+		if (at == 0 || at > last)
+			return;
+	}
+}
+
+static bool finish(struct probes *p)
+{
+	flush(p);
+	return !p->bad;
+}
+
+int agile__copy_in(void *dst, const void *src, size_t n)
+{
+	int saved = errno;
+	struct iovec local = { dst, n };
+	struct iovec remote = { (void *)src, n };
+	int rc = 0;
+
+	if (n == 0)
+		return 0;
+	if (!__atomic_load_n(&vm_read_refused, __ATOMIC_RELAXED)) {
+		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1,
+		                               0);
+
+		if (got == (ssize_t)n) {
+			errno = saved;
+			return 0;
+		}
+		if (got >= 0 || errno == EFAULT) {
+			errno = saved;
+			return -EFAULT;
+		}
+		__atomic_store_n(&vm_read_refused, 1, __ATOMIC_RELAXED);
+	}
+	{
+		struct probes p = { .n = 0 };
+
+		add_range(&p, src, n);
+		if (finish(&p))
+			memcpy(dst, src, n);
+		else
+			rc = -EFAULT;
+	}
+	errno = saved;
+	return rc;
+}
+
+bool agile__iov_array_readable(const struct iovec *iov, long count)
+{
+	struct probes p = { .n = 0 };
+	int saved = errno;
+	bool ok;
+
+	if (count < 0 || count > IOV_MAX)
+		return false;
+	add_range(&p, iov, (size_t)count * sizeof(*iov));
+	ok = finish(&p);
+	errno = saved;
+	return ok;
+}
+
+bool agile__iov_readable(const struct iovec *iov, int count)
+{
+	struct probes p = { .n = 0 };
+	int saved = errno;
+	bool ok;
+
+	if (count < 0 || count > IOV_MAX)
+		return false;
+	for (int i = 0; iov != NULL && i < count && !p.bad; i++)
+		add_range(&p, iov[i].iov_base, iov[i].iov_len);
+	ok = finish(&p);
+	errno = saved;
+	return ok;
+}
