@@ -362,6 +362,7 @@ static void state_open_once(void)
 		state_map.header = NULL;
 		return;
 	}
+	agile__log_attach(state_map.header);
 	if (why[0] != '\0')
 		agile__log(AGILE_LOG_WARN, "state file %s was unusable (%s); "
 		           "replaced it with a fresh one", state_path, why);

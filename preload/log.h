@@ -25,9 +25,16 @@ void agile__log_init(void);
  * fd 2 is still that file: a program that closes its stderr may get the
  * number back for a socket, a pipe or a file of its own, and a line of ours
  * written there would corrupt its data.  When fd 2 is closed at start-up,
- * nothing is ever printed.
+ * is a socket other than journald's, or is found a closed pipe, nothing is
+ * printed there (log.c).
  */
 void agile__log_note_stderr(void);
+
+struct agile_state_header;
+
+/* The state file is mapped: messages stderr cannot take are counted in its
+ * header from now on, with those kept since the start (log.c). */
+void agile__log_attach(struct agile_state_header *header);
 
 /* True when a message at `level` would be printed. */
 int agile__log_enabled(enum agile_log_level level);

@@ -116,7 +116,13 @@ struct agile_state_header {
 	char boot_id[AGILE_STATE_BOOT_ID_MAX];
 	uint64_t ready;
 	uint64_t resilience_size;
-	uint8_t reserved[136];
+	/* Messages the preload could not write to a program's stderr (fd 2
+	 * a socket, a closed pipe: log.c), and the last of them, cut at 95
+	 * bytes: agilestat shows them instead.  The text is copied without
+	 * a lock, so two processes writing at once may leave a mixed one. */
+	uint64_t unsaid;
+	char unsaid_last[96];
+	uint8_t reserved[32];
 };
 
 /* One control step, appended by the process that won it. */

@@ -252,8 +252,42 @@ static void print_table(const struct view *v, int n)
 	}
 }
 
-static void print_json(const struct view *v, int n)
+/* The preload's messages a program's stderr could not take (state.h),
+ * copied out of the shared file with a terminating NUL whatever it holds. */
+static uint64_t unsaid(const struct agile_state_map *m, char *last,
+                       size_t size)
 {
+	const struct agile_state_header *h = m->header;
+	size_t n = sizeof(h->unsaid_last) < size ? sizeof(h->unsaid_last)
+	                                         : size;
+
+	memcpy(last, h->unsaid_last, n);
+	last[n - 1] = '\0';
+	return __atomic_load_n(&h->unsaid, __ATOMIC_ACQUIRE);
+}
+
+static void print_unsaid_table(const struct agile_state_map *m)
+{
+	char last[sizeof(m->header->unsaid_last)];
+	uint64_t count = unsaid(m, last, sizeof(last));
+
+	if (count == 0)
+		return;
+	/* No control byte reaches the terminal, whoever wrote the file. */
+	for (char *p = last; *p != '\0'; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	printf("\n%llu preload message%s could not be written to a program's "
+	       "stderr (a socket, or a closed pipe); the last: %s\n",
+	       (unsigned long long)count, count == 1 ? "" : "s", last);
+}
+
+static void print_json(const struct view *v, int n,
+                       const struct agile_state_map *m)
+{
+	char last[sizeof(m->header->unsaid_last)];
+	uint64_t count = unsaid(m, last, sizeof(last));
+
 	printf("{\"destinations\":[");
 	for (int i = 0; i < n; i++, v++) {
 		const struct agile_stats *st = &v->stats;
@@ -313,7 +347,12 @@ static void print_json(const struct view *v, int n)
 		agilestat_fleet_json(v->slot);
 		printf("}");
 	}
-	printf("]}\n");
+	printf("],\"unsaid\":%llu", (unsigned long long)count);
+	if (count > 0) {
+		printf(",\"unsaid_last\":");
+		agilestat_json_string(last);
+	}
+	printf("}\n");
 }
 
 static void prom_labels(const struct view *v)
@@ -616,8 +655,11 @@ int main(int argc, char **argv)
 	n = read_views(&m, views);
 	agilestat_fleet_open(path);
 	switch (output) {
-	case OUT_TABLE: print_table(views, n); break;
-	case OUT_JSON: print_json(views, n); break;
+	case OUT_TABLE:
+		print_table(views, n);
+		print_unsaid_table(&m);
+		break;
+	case OUT_JSON: print_json(views, n, &m); break;
 	case OUT_PROMETHEUS: print_prometheus(views, n); break;
 	case OUT_HISTORY: print_history(views, n); break;
 	case OUT_CONFIG: print_config(views, n); break;

@@ -58,7 +58,9 @@ int main(void)
 	OFF(agile_state_header, boot_id, 64);       SIZE(agile_state_header, boot_id, 40);
 	OFF(agile_state_header, ready, 104);        SIZE(agile_state_header, ready, 8);
 	OFF(agile_state_header, resilience_size, 112); SIZE(agile_state_header, resilience_size, 8);
-	OFF(agile_state_header, reserved, 120);     SIZE(agile_state_header, reserved, 136);
+	OFF(agile_state_header, unsaid, 120);       SIZE(agile_state_header, unsaid, 8);
+	OFF(agile_state_header, unsaid_last, 128);  SIZE(agile_state_header, unsaid_last, 96);
+	OFF(agile_state_header, reserved, 224);     SIZE(agile_state_header, reserved, 32);
 
 	EXPECT("sizeof tick", sizeof(struct agile_state_tick), 64);
 	OFF(agile_state_tick, unix_ns, 0);
