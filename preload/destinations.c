@@ -8,8 +8,9 @@
  *
  * Locks, each held for microseconds and never while a caller waits for a
  * grant (see agile__destinations_atfork_prepare for their order):
- *   learn_lock  - serialises agile_rules_learn and the hostname fallback
- *                 lookup; agile_rules_match runs without it (rules.h).
+ *   learn_lock  - serialises agile_rules_learn; agile_rules_match runs
+ *                 without it (rules.h), and no lookup runs under it
+ *                 (hosts_fallback.c).
  *   attach_lock - serialises attaching destinations to slots and the
  *                 one-time opening of the state file.
  */
@@ -30,6 +31,7 @@
 #include "destinations.h"
 #include "lazymath.h"
 #include "fleet.h"
+#include "hosts_fallback.h"
 #include "log.h"
 #include "process.h"
 #include "symbols.h"
@@ -38,7 +40,6 @@ static struct agile_rules rules;
 static int rules_enabled;   /* enabled rules; 0 means "match nothing" */
 static int host_rules;      /* enabled hostname rules */
 static int listen_rules;    /* enabled AGILE_LISTEN_ rules */
-static int hosts_resolved;  /* the start-up fallback lookup has run */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -175,40 +176,6 @@ bool agile__destinations_any_listen(void)
 	return listen_rules > 0;
 }
 
-static void on_resolve_error(const char *message, void *arg)
-{
-	(void)arg;
-	agile__log(AGILE_LOG_WARN, "%s", message);
-}
-
-/* The start-up fallback for hostname rules: resolve the names the program
- * has not looked up itself, once.  A name that does not resolve counts as
- * one unreachable call for its destination. */
-static void resolve_hosts_once(void)
-{
-	int failed[AGILE_RULES_MAX];
-	int nfailed = 0;
-
-	pthread_mutex_lock(&learn_lock);
-	if (!hosts_resolved) {
-		hosts_resolved = 1;
-		agile_rules_resolve_hosts(&rules, agile__libc.getaddrinfo,
-		                          on_resolve_error, NULL);
-		for (int i = 0; i < rules.count; i++)
-			if (rules.rule[i].enabled &&
-			    rules.rule[i].kind == AGILE_DEST_HOST &&
-			    rules.rule[i].host_unresolved)
-				failed[nfailed++] = i;
-	}
-	pthread_mutex_unlock(&learn_lock);
-	for (int i = 0; i < nfailed; i++) {
-		struct agile_state_slot *s = agile__destinations_slot(failed[i]);
-
-		agile_rate_unavailable(&s->limiter);
-		agile__add_u64(&s->unreachable, 1);
-	}
-}
-
 /* A cache miss: match against every rule, and remember the answer. */
 static __attribute__((noinline)) int match_slow(const struct sockaddr *addr,
                                                 socklen_t len,
@@ -216,12 +183,12 @@ static __attribute__((noinline)) int match_slow(const struct sockaddr *addr,
 {
 	int rule = agile_rules_match(&rules, addr, len);
 
-	if (rule < 0 && host_rules > 0 &&
-	    !__atomic_load_n(&hosts_resolved, __ATOMIC_ACQUIRE) &&
-	    (addr->sa_family == AF_INET || addr->sa_family == AF_INET6)) {
-		resolve_hosts_once();
+	/* The names the program has not looked up itself, looked up once,
+	 * in the background (hosts_fallback.c). */
+	if (rule < 0 && host_rules > 0 && !agile__hosts_fallback_done() &&
+	    (addr->sa_family == AF_INET || addr->sa_family == AF_INET6) &&
+	    agile__hosts_fallback_wait())
 		rule = agile_rules_match(&rules, addr, len);
-	}
 	/* Under the generation read before matching: the lookup just made,
 	 * or another thread's, leaves the entry stale if it learnt an
 	 * address. */
@@ -550,6 +517,7 @@ void agile__destinations_atfork_child(void)
 
 	pthread_mutex_unlock(&attach_lock);
 	pthread_mutex_unlock(&learn_lock);
+	agile__hosts_fallback_atfork_child();
 	/* The mapping is inherited; the child is a new live process of every
 	 * shared destination its parent had attached. */
 	for (int i = 0; i < AGILE_RULES_MAX; i++)
