@@ -103,8 +103,10 @@ static void load(void)
 	int errors = 0;
 
 	agile__enter();
-	agile__env_choose();
 	agile__log_init();
+	if (agile__env_snapshot_failed())
+		agile__log(AGILE_LOG_ERROR, "cannot copy the AGILE_ variables "
+		           "(no memory); destinations are not throttled");
 	check_strict_value(&errors);
 	/* The core computes from here on; without libm it cannot, and the
 	 * preload stays out of the way (lazymath.c). */

@@ -6,9 +6,9 @@
  * process id and registers the fork handlers (so that a child forked before
  * any hook ran is still known for a fork child, not a vfork one), notes
  * which file fd 2 is (the only place the preload's messages may go), copies
- * the AGILE_ variables (see process.h), reads AGILE_STRICT, and only under AGILE_STRICT=1 parses the configuration
- * early, so that a configuration error stops the program before main()
- * runs.  Everything else is bound and loaded at first use.
+ * the AGILE_ variables (see process.h), reads AGILE_STRICT, and only under
+ * AGILE_STRICT=1 parses the configuration early, so that a configuration
+ * error stops the program before main() runs.  Everything else is bound and loaded at first use.
  */
 #include "config.h"
 
@@ -20,10 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "destinations.h"
+#include "envsnap.h"
 #include "log.h"
 #include "process.h"
 #include "symbols.h"
@@ -32,70 +34,53 @@ static int strict_mode = -1;
 
 extern char **environ;
 
-/* The AGILE_ variables of the environment the process started with (see
- * process.h): 128 entries and 32 KiB hold 32 destinations and 32 listeners
- * with room to spare; an environment with more is not copied at all, and
- * the live one is read as before.  Static, so a process pays only for the
- * pages its variables touch, and a fork child inherits the copy. */
-#define ENV_COPY_MAX 128
-#define ENV_COPY_BYTES 32768
-static char env_copy_bytes[ENV_COPY_BYTES];
-static char *env_copy[ENV_COPY_MAX + 1];
-static bool env_copied;
-static bool env_use_copy;
+/* The AGILE_ variables as the process started with them (envsnap.h),
+ * copied once into a private mapping of their size, which a fork child
+ * inherits.  snapshot_failed: the mapping could not be made, and no
+ * variable is read (said at the first load). */
+static struct agile_env_snapshot snapshot = { .entries = NULL, .count = 0 };
+static pthread_once_t snapshot_once = PTHREAD_ONCE_INIT;
+static int snapshot_failed;
 
-static bool is_config_variable(const char *entry)
+static void take_snapshot(void)
 {
-	return strncmp(entry, "AGILE_DEST_", 11) == 0 ||
-	       strncmp(entry, "AGILE_LISTEN_", 13) == 0;
-}
+	size_t size = agile_env_snapshot_size(environ);
+	void *buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
+	                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
-static void env_snapshot(void)
-{
-	size_t used = 0;
-	int n = 0;
-
-	for (char **e = environ; e != NULL && *e != NULL; e++) {
-		size_t len;
-
-		if (strncmp(*e, "AGILE_", 6) != 0)
-			continue;
-		len = strlen(*e) + 1;
-		if (n == ENV_COPY_MAX || len > ENV_COPY_BYTES - used)
-			return; /* too many to copy: env_copied stays false */
-		memcpy(env_copy_bytes + used, *e, len);
-		env_copy[n++] = env_copy_bytes + used;
-		used += len;
-	}
-	env_copy[n] = NULL;
-	env_copied = true;
-}
-
-void agile__env_choose(void)
-{
-	if (!env_copied)
+	if (buf == MAP_FAILED) {
+		snapshot_failed = 1;
+		agile_env_snapshot_copy(NULL, NULL, 0, &snapshot);
 		return;
-	for (char **e = environ; e != NULL && *e != NULL; e++)
-		if (is_config_variable(*e))
-			return;
-	env_use_copy = true;
+	}
+	agile_env_snapshot_copy(environ, buf, size, &snapshot);
+}
+
+/* The snapshot, taken by the constructor; or here, by a hook that runs
+ * first (another library's constructor connecting): before main() too. */
+static const struct agile_env_snapshot *env_snapshot(void)
+{
+	int saved = errno;
+
+	pthread_once(&snapshot_once, take_snapshot);
+	errno = saved;
+	return &snapshot;
+}
+
+bool agile__env_snapshot_failed(void)
+{
+	(void)env_snapshot();
+	return snapshot_failed != 0;
 }
 
 char *const *agile__env_block(void)
 {
-	return env_use_copy ? env_copy : environ;
+	return env_snapshot()->entries;
 }
 
 const char *agile__env(const char *name)
 {
-	size_t len = strlen(name);
-
-	if (!env_use_copy)
-		return getenv(name);
-	for (char **e = env_copy; *e != NULL; e++)
-		if (strncmp(*e, name, len) == 0 && (*e)[len] == '=')
-			return *e + len + 1;
-	return NULL;
+	return agile_env_snapshot_get(env_snapshot(), name);
 }
 
 /* The process whose address space this is: set by the constructor and by the
@@ -340,7 +325,7 @@ __attribute__((constructor)) static void agile_preload_start(void)
 		return;
 	}
 	__atomic_store_n(&owner_pid, getpid(), __ATOMIC_RELAXED);
-	env_snapshot();
+	(void)env_snapshot();
 	agile__process_register_atfork();
 	agile__log_note_stderr();
 	if (agile__strict()) {

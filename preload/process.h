@@ -9,19 +9,21 @@
 #include <stdbool.h>
 
 /*
- * The AGILE_ variables the preload reads.  They are looked up in the
- * process's environment, as it is when the configuration is read (at the
- * first connect); a program that empties its environment before that (nginx
- * gives its workers only the variables its `env` directive names) would
- * otherwise lose them, so the constructor keeps a copy of the AGILE_
- * variables the process started with, and when the environment then holds
- * no AGILE_DEST_ or AGILE_LISTEN_ variable at all, the copy is read instead.
- * agile__env_choose() makes that choice once, when the configuration is
- * read; before it, the environment is read as it is.
+ * The AGILE_ variables the preload reads: a copy of those the process
+ * started with, taken by the constructor before main() runs (envsnap.h).
+ * The live environment is never read again, since another thread may be
+ * changing it; so a program that sets an AGILE_ variable itself does not
+ * configure its own preload (its children, started with it, are
+ * configured by it), and one that empties its environment (nginx gives
+ * its workers only the variables its `env` directive names) keeps the
+ * configuration it started with.
  */
-void agile__env_choose(void);
 char *const *agile__env_block(void);
 const char *agile__env(const char *name);
+
+/* The copy could not be made (no memory for it): no AGILE_ variable is
+ * read.  Said once, at the first load. */
+bool agile__env_snapshot_failed(void);
 
 /* True when AGILE_STRICT=1: configuration and state-file failures stop the
  * process (exit status 2) instead of degrading. */

@@ -48,7 +48,7 @@ static void bind_all(void)
 	agile__enter();
 	BIND(socket, "socket");
 	BIND(connect, "connect");
-	if (getenv("AGILE_SECCOMP") != NULL &&
+	if (agile__env("AGILE_SECCOMP") != NULL &&
 	    prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 2 && agile__next_syscall())
 		agile__libc.connect = marked_connect;
 	BIND(send, "send");

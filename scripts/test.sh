@@ -249,7 +249,7 @@ tsan_suite() {
 	mkdir -p "$logs"
 	echo "== ThreadSanitizer: the core's Check suites"
 	make -C "$top/build-tsan" -j"$jobs" tests/core/check_core \
-		tests/fault/fault_client >/dev/null
+		tests/fault/fault_client tests/preload/env_race_client >/dev/null
 	TSAN_OPTIONS="halt_on_error=1:log_path=$logs/tsan" \
 		timeout -k 10 "$test_timeout" "$top/build-tsan/tests/core/check_core" \
 		>"$out" 2>&1 || rc=$?
@@ -364,10 +364,10 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 	echo "== fuzz: $seconds s per harness"
 	make -C "$top/build-asan" -j"$jobs" FUZZ_LDFLAGS=-fsanitize=fuzzer \
 		tests/fuzz/fuzz_rules tests/fuzz/fuzz_state \
-		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http >/dev/null
+		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http tests/fuzz/fuzz_env >/dev/null
 	# Two at a time, so that on CI's two cores each harness has a core for
 	# its whole run (four at once gave each half as many inputs).
-	harnesses=(rules state tls http)
+	harnesses=(rules state tls http env)
 	for ((wave = 0; wave < ${#harnesses[@]}; wave += 2)); do
 		pids=()
 		for harness in "${harnesses[@]:wave:2}"; do

@@ -6,7 +6,8 @@
 # loads the instrumented preload and sends 64 threads' requests through it
 # at once, blocking and then with non-blocking connects: the fd table, the
 # grants taken and claimed by atomic exchange, the shared slot's limiter,
-# the tick, the attach lock.  TSAN_OPTIONS comes from the caller (every
+# the tick, the attach lock; then env_race.sh, 200 processes whose first
+# connects race setenv and clearenv.  TSAN_OPTIONS comes from the caller (every
 # report is fatal and logged).  Every request must succeed and be a sample.
 AGILE_BUILDDIR=$(cd "$1" && pwd)
 AGILE_SRCDIR=${AGILE_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -23,3 +24,8 @@ note "blocking: $out"
 out=$(preloaded "$client" -b -t 64 -n 5 "$port") || fail "non-blocking: $out"
 note "non-blocking: $out"
 check "v[0] == 640" "every request is a sample" "$(stat_json api 'd["samples_total"]')"
+
+# The environment changed by four threads while four make the first
+# connects, in 200 processes (tests/preload/env_race.sh).
+sh "$AGILE_SRCDIR/tests/preload/env_race.sh" 200 ||
+	fail "the environment race under ThreadSanitizer"
