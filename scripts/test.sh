@@ -58,6 +58,7 @@ want() {
 # start their own cluster; MariaDB's server and client for mariadb_tls.sh,
 # likewise, and its mysqlslap, and memcached with libmemcached's memcslap,
 # for goodbye_mysql_memcached.sh; nghttpd, h2load and nghttp for http2.sh;
+# libnghttp2 for check_h2walk and fuzz_http2, whose HPACK decoder opens it;
 # openssl for the certificates of the TLS tests),
 # and what the fault tests use (valgrind; setpriv and mount from
 # util-linux; liburing for an io_uring client; Go for a client that makes
@@ -65,7 +66,7 @@ want() {
 packages=(gcc make autoconf automake libtool pkg-config check libbsd-dev
 	curl python3 apache2-utils redis-server redis-tools procps
 	postgresql-15 mariadb-server mariadb-client memcached
-	libmemcached-tools nghttp2-server nghttp2-client openssl valgrind
+	libmemcached-tools nghttp2-server nghttp2-client libnghttp2-14 openssl valgrind
 	util-linux liburing-dev golang-go)
 # bc for the tests' sums of timestamps; mount(8), for state_files.sh's tmpfs
 # cases, is the mount package's, not util-linux's.
@@ -364,10 +365,11 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 	echo "== fuzz: $seconds s per harness"
 	make -C "$top/build-asan" -j"$jobs" FUZZ_LDFLAGS=-fsanitize=fuzzer \
 		tests/fuzz/fuzz_rules tests/fuzz/fuzz_state \
-		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http tests/fuzz/fuzz_env >/dev/null
+		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http tests/fuzz/fuzz_env \
+		tests/fuzz/fuzz_http2 >/dev/null
 	# Two at a time, so that on CI's two cores each harness has a core for
 	# its whole run (four at once gave each half as many inputs).
-	harnesses=(rules state tls http env)
+	harnesses=(rules state tls http env http2)
 	for ((wave = 0; wave < ${#harnesses[@]}; wave += 2)); do
 		pids=()
 		for harness in "${harnesses[@]:wave:2}"; do

@@ -210,11 +210,15 @@ void agile__hpack_fragment(struct agile_hpack *h, const uint8_t *p, size_t n)
 
 const struct agile_h2_fields *agile__hpack_end(struct agile_hpack *h)
 {
+	/* An empty last piece, from somewhere: the library adds its length
+	 * to the pointer. */
+	static const uint8_t nothing[1];
+
 	if (h->state == AGILE_HPACK_READY)
 		begin_block(h);
 	if (h->state != AGILE_HPACK_IN_BLOCK)
 		return NULL;
-	if (!inflate(h, NULL, 0, true)) {
+	if (!inflate(h, nothing, 0, true)) {
 		broken(h);
 		return NULL;
 	}

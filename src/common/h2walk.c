@@ -270,7 +270,7 @@ static size_t walk_preface(struct agile_h2_flow *f, const uint8_t *p,
 
 	if (take > n)
 		take = n;
-	if (memcmp(p, PREFACE + f->have, take) != 0)
+	if (memcmp(p, &PREFACE[f->have], take) != 0)
 		return give_up(f, n, ev);
 	f->have = (uint8_t)(f->have + take);
 	if (f->have == PREFACE_LEN) {
@@ -408,7 +408,7 @@ void agile__h2_next(struct agile_h2_flow *f, struct agile_h2_cursor *c,
 			n = c->iov[c->index].iov_len - c->offset;
 			if (n > c->left)
 				n = c->left;
-			p = (const uint8_t *)c->iov[c->index].iov_base + c->offset;
+			p = c->iov[c->index].iov_base;
 			if (p == NULL && n > 0) {
 				/* Bytes that are not in memory cannot be
 				 * walked: the flow loses its place. */
@@ -419,6 +419,8 @@ void agile__h2_next(struct agile_h2_flow *f, struct agile_h2_cursor *c,
 				c->left = 0;
 				return;
 			}
+			if (p != NULL)
+				p += c->offset;
 		}
 		used = agile__h2_walk(f, p, n, ev);
 		if (ev->type == AGILE_H2_EV_STREAM_OPEN)

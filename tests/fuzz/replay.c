@@ -2,7 +2,7 @@
  * replay.c - the main() that runs a fuzz harness over files without
  * libFuzzer, so that every `make check`, with any compiler, replays the
  * committed corpus through tests/fuzz/replay_rules, replay_state,
- * replay_tls and replay_http.
+ * replay_tls, replay_http and replay_http2.
  *
  *     replay_NAME [FILE|DIR]...
  *
