@@ -76,6 +76,9 @@ packages+=(bc mount)
 # passes without its program, with a note that the part did not run, so a
 # machine without them would test less than the suite says.
 packages+=(nginx php-cli php-curl nodejs)
+# libmicrohttpd is agilestat --serve's HTTP server; Prometheus (with
+# promtool) scrapes it in tests/tools/serve_prometheus.sh.
+packages+=(libmicrohttpd-dev prometheus)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
 fi

@@ -4,6 +4,7 @@
  *
  *   agilestat [-s PATH] [--json | --prometheus | --history | --config]
  *   agilestat [-s PATH] --watch SECONDS
+ *   agilestat [-s PATH] --serve ADDRESS    (agilestat_serve.c)
  *
  * The file is mapped read-only and never modified, so agilestat can run at
  * any moment next to the programs that write it; every value is read with
@@ -27,6 +28,7 @@
 #include "agilestat_resilience.h"
 #include "agilestat_fleet.h"
 #include "agilestat_json.h"
+#include "agilestat_serve.h"
 #include "state.h"
 
 /* Ticks without a sample after which a destination is reported blind: its
@@ -257,9 +259,15 @@ static void print_table(const struct view *v, int n)
 static uint64_t unsaid(const struct agile_state_map *m, char *last,
                        size_t size)
 {
-	const struct agile_state_header *h = m->header;
-	size_t n = sizeof(h->unsaid_last) < size ? sizeof(h->unsaid_last)
-	                                         : size;
+	const struct agile_state_header *h;
+	size_t n;
+
+	if (m == NULL) {
+		last[0] = '\0';
+		return 0;
+	}
+	h = m->header;
+	n = sizeof(h->unsaid_last) < size ? sizeof(h->unsaid_last) : size;
 
 	memcpy(last, h->unsaid_last, n);
 	last[n - 1] = '\0';
@@ -559,11 +567,65 @@ static void watch(const char *path, unsigned int seconds)
 	}
 }
 
+/* The document OUTPUT for the state file open in M (NULL: there is none
+ * yet, so no destination), on stdout. */
+static void emit(const struct agile_state_map *m, const char *path,
+                 enum output output)
+{
+	struct view views[AGILE_STATE_SLOTS];
+	int n = 0;
+
+	if (m != NULL) {
+		n = read_views(m, views);
+		agilestat_fleet_open(path);
+	}
+	switch (output) {
+	case OUT_TABLE:
+		print_table(views, n);
+		if (m != NULL)
+			print_unsaid_table(m);
+		break;
+	case OUT_JSON: print_json(views, n, m); break;
+	case OUT_PROMETHEUS: print_prometheus(views, n); break;
+	case OUT_HISTORY: print_history(views, n); break;
+	case OUT_CONFIG: print_config(views, n); break;
+	}
+}
+
+/* agilestat_render_fn for --serve: the file is opened afresh for every
+ * request, so a state file created, replaced or removed while the server
+ * runs is the one it shows. */
+static int serve_render(const char *path, enum agilestat_document doc,
+                        char *why, size_t why_len)
+{
+	static const enum output outputs[] = {
+		[AGILESTAT_DOC_JSON] = OUT_JSON,
+		[AGILESTAT_DOC_PROMETHEUS] = OUT_PROMETHEUS,
+		[AGILESTAT_DOC_HISTORY] = OUT_HISTORY,
+	};
+	struct agile_state_map m = { 0 };
+	int rc = agile_state_open_ro(path, &m, why, why_len);
+
+	if (rc == -ENOENT) {
+		emit(NULL, path, outputs[doc]);
+		return 0;
+	}
+	if (rc < 0) {
+		if (rc != -EINVAL)
+			snprintf(why, why_len, "%s", strerror(-rc));
+		return rc;
+	}
+	emit(&m, path, outputs[doc]);
+	agile_state_close(&m);
+	return 0;
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
 	        "usage: agilestat [-s PATH] [-j | -p | -H | -c]\n"
 	        "       agilestat [-s PATH] -w SECONDS\n"
+	        "       agilestat [-s PATH] --serve ADDRESS\n"
 	        "  -s, --state PATH     state file (default: $AGILE_STATE or\n"
 	        "                       /dev/shm/agilepreload-<uid>.state)\n"
 	        "  -j, --json           one JSON document\n"
@@ -571,6 +633,8 @@ static void usage(FILE *out)
 	        "  -w, --watch SECONDS  refresh in place, with sparklines\n"
 	        "  -H, --history        the last 120 ticks as CSV\n"
 	        "  -c, --config         each destination's resolved configuration\n"
+	        "  -S, --serve ADDRESS  HTTP on PORT, HOST:PORT or unix:PATH:\n"
+	        "                       /metrics, /json and a live page at /\n"
 	        "  -h, --help           print this help\n");
 }
 
@@ -597,19 +661,20 @@ int main(int argc, char **argv)
 		{ "watch", required_argument, NULL, 'w' },
 		{ "history", no_argument, NULL, 'H' },
 		{ "config", no_argument, NULL, 'c' },
+		{ "serve", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct view views[AGILE_STATE_SLOTS];
 	struct agile_state_map m = { 0 };
 	enum output output = OUT_TABLE;
 	unsigned int watch_seconds = 0;
+	const char *serve = NULL;
 	char path[4096], why[160];
 	const char *errstr;
-	int opt, rc, n;
+	int opt, rc;
 
 	agile_state_path(getenv("AGILE_STATE"), path, sizeof(path));
-	while ((opt = getopt_long(argc, argv, "s:jpw:Hch", longopts,
+	while ((opt = getopt_long(argc, argv, "s:jpw:HcS:h", longopts,
 	                          NULL)) != -1) {
 		switch (opt) {
 		case 's':
@@ -627,6 +692,7 @@ int main(int argc, char **argv)
 				errx(2, "--watch %s: %s (expected 1 to 3600 "
 				     "seconds)", optarg, errstr);
 			break;
+		case 'S': serve = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -640,6 +706,12 @@ int main(int argc, char **argv)
 	if (watch_seconds > 0 && output != OUT_TABLE)
 		errx(2, "--watch redraws the table; expected it without "
 		     "--json, --prometheus, --history or --config");
+	if (serve != NULL && (output != OUT_TABLE || watch_seconds > 0))
+		errx(2, "--serve answers every format itself; expected it "
+		     "without --json, --prometheus, --history, --config or "
+		     "--watch");
+	if (serve != NULL)
+		return agilestat_serve(serve, path, serve_render);
 	if (watch_seconds > 0) {
 		watch(path, watch_seconds);
 		return 0;
@@ -652,18 +724,7 @@ int main(int argc, char **argv)
 		errx(1, "%s: %s", path, why);
 	if (rc < 0)
 		errx(1, "%s: %s", path, strerror(-rc));
-	n = read_views(&m, views);
-	agilestat_fleet_open(path);
-	switch (output) {
-	case OUT_TABLE:
-		print_table(views, n);
-		print_unsaid_table(&m);
-		break;
-	case OUT_JSON: print_json(views, n, &m); break;
-	case OUT_PROMETHEUS: print_prometheus(views, n); break;
-	case OUT_HISTORY: print_history(views, n); break;
-	case OUT_CONFIG: print_config(views, n); break;
-	}
+	emit(&m, path, output);
 	agile_state_close(&m);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		err(1, "stdout");
