@@ -77,8 +77,8 @@ packages+=(bc mount)
 # machine without them would test less than the suite says.
 packages+=(nginx php-cli php-curl nodejs)
 # libmicrohttpd is agilestat --serve's HTTP server; Prometheus (with
-# promtool) scrapes it in tests/tools/serve_prometheus.sh.
-packages+=(libmicrohttpd-dev prometheus)
+# promtool) scrapes it in tests/tools/serve_prometheus.sh, and headless
+packages+=(libmicrohttpd-dev prometheus chromium)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
 fi
