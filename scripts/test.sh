@@ -78,6 +78,7 @@ packages+=(bc mount)
 packages+=(nginx php-cli php-curl nodejs)
 # libmicrohttpd is agilestat --serve's HTTP server; Prometheus (with
 # promtool) scrapes it in tests/tools/serve_prometheus.sh, and headless
+# Chromium draws its live page in tests/tools/serve_page.sh.
 packages+=(libmicrohttpd-dev prometheus chromium)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
