@@ -1,0 +1,28 @@
+#!/bin/sh
+# serve_scrapers.sh - agilestat --serve under 100 concurrent scrapers.
+#
+# A paced Python client runs under the preload while 100 Python threads
+# (tests/tools/scrapers.py), each on its own keep-alive connection, ask
+# agilestat --serve for /metrics in both formats, /json and / for 10 s.
+# Every answer must be valid and every thread must have been answered;
+# the server must still answer afterwards, and the paced client must have
+# gone on making requests throughout.  What the scrapers cost the paced
+# program's throughput is a figure, measured by scripts/bench-serve, not
+# a bound here: on a busy machine it would fail for reasons of its own.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+. "$srcdir/tests/tools/lib_serve.sh"
+need python3
+need curl
+
+start_paced 60
+start_serve
+await_destination api
+
+before=$(count_lines "$tmp/paced.done")
+python3 "$srcdir/tests/tools/scrapers.py" "$serve_url" 100 10 ||
+	fail "an answer to the scrapers was invalid"
+after=$(count_lines "$tmp/paced.done")
+check "v[1] - v[0] >= 50" "the paced client stalled while the scrapers ran" \
+	"$before" "$after"
+kill -0 "$serve_pid" 2>/dev/null || fail "agilestat --serve is gone"
+curl -sf "${serve_url}json" >/dev/null || fail "no answer after the scrapers"
