@@ -80,6 +80,8 @@ packages+=(nginx php-cli php-curl nodejs)
 # promtool) scrapes it in tests/tools/serve_prometheus.sh, and headless
 # Chromium draws its live page in tests/tools/serve_page.sh.
 packages+=(libmicrohttpd-dev prometheus chromium)
+# bash-completion runs the tools' completion in tests/tools/completion.sh.
+packages+=(bash-completion)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
 fi
