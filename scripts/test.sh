@@ -22,13 +22,17 @@
 #   --fuzz      each libFuzzer harness (tests/fuzz/) for AGILE_FUZZ_SECONDS
 #               (60 by default), two at a time, from the committed corpus.
 #   --fault     only the fault-injection tests, in build/.
+#   --package   the Debian package (tests/package/deb.sh): built with
+#               dpkg-buildpackage, checked by lintian, unpacked with
+#               dpkg -x, and its agilerun pacing curl; about 3 minutes.
 #
-# With no suite named, --normal, --sanitize and --fuzz, in that order.
+# With no suite named, --normal, --sanitize, --fuzz and --package, in that
+# order.
 # Every test is stopped after AGILE_TEST_TIMEOUT seconds (300 by default),
 # so a hang fails the run instead of stalling it.
 #
 # Usage: scripts/test.sh [--no-install] [--normal] [--sanitize] [--fuzz]
-#                        [--fault]
+#                        [--fault] [--package]
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,12 +45,12 @@ suites=()
 for arg in "$@"; do
 	case "$arg" in
 	--no-install) install=0 ;;
-	--normal|--sanitize|--fuzz|--fault) suites+=("${arg#--}") ;;
-	-h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+	--normal|--sanitize|--fuzz|--fault|--package) suites+=("${arg#--}") ;;
+	-h|--help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) echo "test.sh: unknown option $arg" >&2; exit 2 ;;
 	esac
 done
-[ "${#suites[@]}" -gt 0 ] || suites=(normal sanitize fuzz)
+[ "${#suites[@]}" -gt 0 ] || suites=(normal sanitize fuzz package)
 want() {
 	local s
 	for s in "${suites[@]}"; do [ "$s" = "$1" ] && return 0; done
@@ -84,6 +88,10 @@ packages+=(libmicrohttpd-dev prometheus chromium)
 packages+=(bash-completion)
 if want sanitize || want fuzz; then
 	packages+=(clang libclang-rt-14-dev llvm)
+fi
+# What tests/package/deb.sh builds and checks the Debian package with.
+if want package; then
+	packages+=(dpkg-dev debhelper lintian)
 fi
 need_packages "$install" "${packages[@]}"
 
@@ -414,6 +422,20 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 		done
 	done
 	elapsed fuzz "$t0"
+fi
+
+# --- the Debian package ---------------------------------------------------
+if want package; then
+	t0=$(date +%s)
+	echo "== package: dpkg-buildpackage, lintian, dpkg -x, agilerun"
+	rc=0
+	timeout -k 10 600 sh "$top/tests/package/deb.sh" "$top" || rc=$?
+	case "$rc" in
+	0) tally "package: build, lintian, unpacked agilerun paces curl" PASS ;;
+	77) skipped=$((skipped + 1)) ;;
+	*) tally "package: build, lintian, unpacked agilerun paces curl" FAIL ;;
+	esac
+	elapsed package "$t0"
 fi
 
 elapsed "everything" "$start"

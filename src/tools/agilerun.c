@@ -12,10 +12,13 @@
  * and 126 when it cannot be run, like env(1).
  *
  * The library is looked for next to this executable in the build tree first
- * (../../preload/.libs/, so `src/tools/agilerun` works straight after `make`),
- * then in the $(libdir) it was configured for.  Both are absolute paths: the
- * current directory is never searched, since a library planted there would
- * be loaded into the command.
+ * (../../preload/.libs/, so `src/tools/agilerun` works straight after
+ * `make`), then where $(preloaddir) lies from $(bindir) seen from this
+ * executable (so a tree installed or unpacked elsewhere, `dpkg -x` or
+ * DESTDIR, runs its own copy), then in the $(preloaddir) it was configured
+ * for ($(libdir) unless configure was told otherwise).  All are absolute
+ * paths: the current directory is never searched, since a library planted
+ * there would be loaded into the command.
  */
 #include "config.h"
 
@@ -47,8 +50,8 @@
 #include "pacer.h"
 #include "rules.h"
 
-#ifndef AGILE_LIBDIR
-#error "AGILE_LIBDIR must name the installed library directory"
+#if !defined(AGILE_PRELOAD_DIR) || !defined(AGILE_BINDIR)
+#error "AGILE_PRELOAD_DIR and AGILE_BINDIR must name the installed directories"
 #endif
 
 #define LIBRARY_NAME "libagilepreload.so"
@@ -280,6 +283,33 @@ static bool library_at(const char *path, char *out)
 }
 
 /*
+ * AGILE_PRELOAD_DIR relative to AGILE_BINDIR ("../lib/x86_64-linux-gnu"
+ * for /usr/bin and /usr/lib/x86_64-linux-gnu) in out, which holds `len` bytes:
+ * one ".." for each component of the bindir below the directories the two
+ * share.  Returns false when either is not absolute.
+ */
+static bool preload_dir_from_bindir(char *out, size_t len)
+{
+	const char *bin = AGILE_BINDIR, *lib = AGILE_PRELOAD_DIR;
+	size_t common = 0;
+
+	if (bin[0] != '/' || lib[0] != '/')
+		return false;
+	/* The longest shared prefix that ends at a component's end. */
+	for (size_t i = 0; bin[i] != '\0' && bin[i] == lib[i]; i++)
+		if (bin[i + 1] == '/' || bin[i + 1] == '\0')
+			if (lib[i + 1] == '/' || lib[i + 1] == '\0')
+				common = i + 1;
+	out[0] = '\0';
+	for (const char *p = bin + common; *p != '\0'; p++)
+		if (*p == '/' && p[1] != '\0' && p[1] != '/')
+			strlcat(out, "../", len);
+	strlcat(out, lib[common] == '/' ? lib + common + 1 : lib + common,
+	        len);
+	return true;
+}
+
+/*
  * The library's absolute path.  From the build tree first: libtool links a
  * program that uses only convenience libraries in place, so this executable
  * is src/tools/agilerun and the library is src/tools/../../preload/.libs/;
@@ -292,8 +322,8 @@ static void find_library(char *out)
 		"/../../preload/.libs/",
 		"/../../../preload/.libs/",
 	};
-	char exe[PATH_MAX];
-	char candidate[PATH_MAX * 2];
+	char exe[PATH_MAX], relative[PATH_MAX];
+	char candidate[PATH_MAX * 3];
 	ssize_t n;
 
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -309,13 +339,19 @@ static void find_library(char *out)
 				if (library_at(candidate, out))
 					return;
 			}
+			if (preload_dir_from_bindir(relative, sizeof(relative))) {
+				snprintf(candidate, sizeof(candidate),
+				         "%s/%s/%s", exe, relative, LIBRARY_NAME);
+				if (library_at(candidate, out))
+					return;
+			}
 		}
 	}
-	if (library_at(AGILE_LIBDIR "/" LIBRARY_NAME, out))
+	if (library_at(AGILE_PRELOAD_DIR "/" LIBRARY_NAME, out))
 		return;
 	errx(EXIT_AGILERUN, "cannot find %s in the build tree next to this "
 	     "program or in %s; is agilepreload installed?", LIBRARY_NAME,
-	     AGILE_LIBDIR);
+	     AGILE_PRELOAD_DIR);
 }
 
 /*
