@@ -3,7 +3,7 @@
 # (completion/agilepreload.bash) against the programs it completes.
 #
 # Its lists are written out, so this test is what keeps them true: the key
-# names must be preload/rules.c's key table, name for name and in order;
+# names must be src/common/rules.c's key table, name for name and in order;
 # each key's words (preset, anchor, pace, proto, over, breaker, law,
 # concurrency's adaptive,law=...) the ones the table's message expects,
 # and fleet's the ones agilerun's own error names; the options those of
@@ -17,7 +17,7 @@ need python3
 [ -f /usr/share/bash-completion/bash_completion ] ||
 	skip "bash-completion is not installed"
 completion=$srcdir/completion/agilepreload.bash
-AGILERUN=$builddir/src/agilerun
+AGILERUN=$builddir/src/tools/agilerun
 
 # What the completion holds, one "kind name words..." line each.
 bash -c '
@@ -34,7 +34,7 @@ echo "agilestat $(echo $_agilestat_options)"
 "$AGILESTAT" --help >"$tmp/agilestat.help"
 "$AGILERUN" -d 'x=127.0.0.1:1 max=1 fleet=zz' -- true 2>"$tmp/fleet.err" || true
 
-python3 - "$srcdir/preload/rules.c" "$tmp/completion.txt" "$tmp/agilerun.help" \
+python3 - "$srcdir/src/common/rules.c" "$tmp/completion.txt" "$tmp/agilerun.help" \
 	"$tmp/agilestat.help" "$tmp/fleet.err" <<'PY' || fail "the completion's lists differ from the programs'"
 import re, sys
 rules, comp, run_help, stat_help, fleet_err = (open(p).read() for p in sys.argv[1:6])
