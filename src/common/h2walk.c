@@ -450,9 +450,13 @@ void agile__h2_plan(const struct agile_h2_flow *f, const struct iovec *iov,
 	agile__h2_cursor_init(&c, iov, count, len);
 	plan->opens = 0;
 	plan->cut = len;
+	plan->table_size = 0;
 	do {
 		agile__h2_next(&copy, &c, &ev);
 		if (ev.type == AGILE_H2_EV_STREAM_OPEN && ++plan->opens == 2)
 			plan->cut = ev.frame_at > 0 ? (size_t)ev.frame_at : 0;
+		if (ev.type == AGILE_H2_EV_TABLE_SIZE &&
+		    ev.value > plan->table_size)
+			plan->table_size = ev.value;
 	} while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
 }

@@ -186,6 +186,12 @@ struct agile_h2_plan {
 	                   bytes complete counts, wherever it began) */
 	size_t cut;     /* where the second of them begins: send no more than
 	                   this; len when they open fewer than two */
+	uint32_t table_size; /* the largest SETTINGS_HEADER_TABLE_SIZE the
+	                        bytes carry, 0 none: the caller grows the
+	                        other direction's decoder before the call,
+	                        since the peer may answer with a block that
+	                        uses it before this thread has walked the
+	                        bytes sent */
 };
 
 /* Plan the send of the first len bytes of iov[0, count) on the flow f,

@@ -519,6 +519,9 @@ START_TEST(h2walk_plan_one_stream_per_send)
 		agile__h2_plan(&w.out, &iov, 1, iov.iov_len, &plan);
 		ck_assert_mem_eq(&before, &w.out, sizeof(before));
 		ck_assert_uint_eq(plan.opens, 10 - opened);
+		/* h2load keeps HTTP/2's default table: its SETTINGS
+		 * says nothing of it. */
+		ck_assert_uint_eq(plan.table_size, 0);
 		if (plan.opens > 1)
 			ck_assert_uint_lt(plan.cut, iov.iov_len);
 		else
@@ -768,8 +771,18 @@ START_TEST(h2walk_table_size_update)
 	RESPOND("203"); /* opens with an update to 0 */
 	ck_assert_int_eq(z.change(z.d, 4096), 0);
 	RESPOND("204");
-	/* The client allows 16384; the encoder takes it all. */
+	/* The client allows 16384 (which its send's plan tells); the
+	 * encoder takes it all. */
 	n = frame(buf, T_SETTINGS, 0, 0, settings, 6);
+	{
+		struct iovec iov = { .iov_base = buf, .iov_len = n };
+		struct agile_h2_plan plan;
+
+		agile__h2_plan(&s.w.out, &iov, 1, n, &plan);
+		ck_assert_uint_eq(plan.table_size, 16384);
+		ck_assert_uint_eq(plan.opens, 0);
+		ck_assert_uint_eq(plan.cut, n);
+	}
 	feed(&s, 0, buf, n);
 	ck_assert_int_eq(z.change(z.d, 16384), 0);
 	RESPOND("205");

@@ -28,7 +28,7 @@
  *     fragment or one outside the call's iovecs; any event after OFF;
  *   - a call walks more than its bytes, or takes more steps than bytes;
  *   - planning a call moves the flow, counts other than the walk's
- *     openings, or cuts where the bytes up to the cut open other than
+ *     openings or table sizes, or cuts where the bytes up to the cut open other than
  *     exactly one stream;
  *   - the decoder leaves a state h2hpack.h defines, comes back from
  *     BROKEN, or says more than its fields hold;
@@ -279,7 +279,7 @@ static void check_plan(const struct agile_h2_flow *f, const struct call *c)
 	struct agile_h2_plan plan;
 	struct agile_h2_cursor cur;
 	struct agile_h2_event ev;
-	uint32_t opens = 0;
+	uint32_t opens = 0, table_size = 0;
 
 	memcpy(&before, f, sizeof(before));
 	agile__h2_plan(f, c->iov, c->count, c->moved, &plan);
@@ -290,8 +290,11 @@ static void check_plan(const struct agile_h2_flow *f, const struct call *c)
 	do {
 		agile__h2_next(&copy, &cur, &ev);
 		opens += ev.type == AGILE_H2_EV_STREAM_OPEN;
+		if (ev.type == AGILE_H2_EV_TABLE_SIZE && ev.value > table_size)
+			table_size = ev.value;
 	} while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
-	if (opens != plan.opens || (plan.opens < 2) != (plan.cut == c->moved))
+	if (opens != plan.opens || table_size != plan.table_size ||
+	    (plan.opens < 2) != (plan.cut == c->moved))
 		abort();
 	if (plan.opens >= 2) {
 		/* The bytes up to the cut open the first stream alone. */
