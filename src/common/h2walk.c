@@ -449,11 +449,14 @@ void agile__h2_plan(const struct agile_h2_flow *f, const struct iovec *iov,
 	memcpy(&copy, f, sizeof(copy));
 	agile__h2_cursor_init(&c, iov, count, len);
 	plan->opens = 0;
+	plan->stream = 0;
 	plan->cut = len;
 	plan->table_size = 0;
 	do {
 		agile__h2_next(&copy, &c, &ev);
-		if (ev.type == AGILE_H2_EV_STREAM_OPEN && ++plan->opens == 2)
+		if (ev.type == AGILE_H2_EV_STREAM_OPEN && ++plan->opens == 1)
+			plan->stream = ev.stream;
+		if (ev.type == AGILE_H2_EV_STREAM_OPEN && plan->opens == 2)
 			plan->cut = ev.frame_at > 0 ? (size_t)ev.frame_at : 0;
 		if (ev.type == AGILE_H2_EV_TABLE_SIZE &&
 		    ev.value > plan->table_size)

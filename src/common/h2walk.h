@@ -184,6 +184,10 @@ void agile__h2_next(struct agile_h2_flow *f, struct agile_h2_cursor *c,
 struct agile_h2_plan {
 	uint32_t opens; /* new streams the bytes open (a frame header that the
 	                   bytes complete counts, wherever it began) */
+	uint32_t stream; /* the first of them, the one a send cut at `cut`
+	                    opens, 0 none: the caller enters it in its stream
+	                    table before the call, since the answer may be
+	                    read before this thread has walked the send */
 	size_t cut;     /* where the second of them begins: send no more than
 	                   this; len when they open fewer than two */
 	uint32_t table_size; /* the largest SETTINGS_HEADER_TABLE_SIZE the

@@ -519,6 +519,7 @@ START_TEST(h2walk_plan_one_stream_per_send)
 		agile__h2_plan(&w.out, &iov, 1, iov.iov_len, &plan);
 		ck_assert_mem_eq(&before, &w.out, sizeof(before));
 		ck_assert_uint_eq(plan.opens, 10 - opened);
+		ck_assert_uint_eq(plan.stream, 2 * opened + 1);
 		/* h2load keeps HTTP/2's default table: its SETTINGS
 		 * says nothing of it. */
 		ck_assert_uint_eq(plan.table_size, 0);
@@ -781,6 +782,7 @@ START_TEST(h2walk_table_size_update)
 		agile__h2_plan(&s.w.out, &iov, 1, n, &plan);
 		ck_assert_uint_eq(plan.table_size, 16384);
 		ck_assert_uint_eq(plan.opens, 0);
+		ck_assert_uint_eq(plan.stream, 0);
 		ck_assert_uint_eq(plan.cut, n);
 	}
 	feed(&s, 0, buf, n);

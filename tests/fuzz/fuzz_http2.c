@@ -28,7 +28,7 @@
  *     fragment or one outside the call's iovecs; any event after OFF;
  *   - a call walks more than its bytes, or takes more steps than bytes;
  *   - planning a call moves the flow, counts other than the walk's
- *     openings or table sizes, or cuts where the bytes up to the cut open other than
+ *     openings, first stream or table sizes, or cuts where the bytes up to the cut open other than
  *     exactly one stream;
  *   - the decoder leaves a state h2hpack.h defines, comes back from
  *     BROKEN, or says more than its fields hold;
@@ -279,7 +279,7 @@ static void check_plan(const struct agile_h2_flow *f, const struct call *c)
 	struct agile_h2_plan plan;
 	struct agile_h2_cursor cur;
 	struct agile_h2_event ev;
-	uint32_t opens = 0, table_size = 0;
+	uint32_t opens = 0, table_size = 0, first = 0;
 
 	memcpy(&before, f, sizeof(before));
 	agile__h2_plan(f, c->iov, c->count, c->moved, &plan);
@@ -290,10 +290,13 @@ static void check_plan(const struct agile_h2_flow *f, const struct call *c)
 	do {
 		agile__h2_next(&copy, &cur, &ev);
 		opens += ev.type == AGILE_H2_EV_STREAM_OPEN;
+		if (ev.type == AGILE_H2_EV_STREAM_OPEN && first == 0)
+			first = ev.stream;
 		if (ev.type == AGILE_H2_EV_TABLE_SIZE && ev.value > table_size)
 			table_size = ev.value;
 	} while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
 	if (opens != plan.opens || table_size != plan.table_size ||
+	    first != plan.stream ||
 	    (plan.opens < 2) != (plan.cut == c->moved))
 		abort();
 	if (plan.opens >= 2) {
