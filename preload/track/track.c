@@ -26,6 +26,7 @@
 #include "fleet.h"
 #include "goodbye.h"
 #include "http2.h"
+#include "internal.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -308,53 +309,6 @@ static void wait_watching(int64_t planned)
 }
 
 /*
- * When a granted send may go out, given the destination's sends before it:
- * a GCRA on send times, with a tolerance of half an interval.
- *
- * The bucket spaces the grants' planned times, and a grant is planned at
- * connect() but waited for at the first send.  A program that sends on its
- * sockets in another order than it connected them (an event loop writing
- * whichever socket its poller lists first: Node's fetch with 200 sockets
- * put 66 requests inside one second at max=20) sleeps through a later grant
- * while earlier ones pass, and then sends on all of those at once.  Spacing
- * the sends themselves keeps the ceiling; a program that sends in order
- * meets the schedule already and never waits here, and a uniform delay
- * between connect and first send (a distant server's handshake) shifts
- * every send alike and costs nothing either.  The tolerance absorbs the
- * scheduling noise of on-time sends: without it, each late wake-up would
- * push every later send back.
- */
-#define SEND_TAT_AHEAD_MAX_NS (3600 * AGILE_NS_PER_S)
-
-static int64_t send_slot(struct agile_state_slot *s, int64_t now)
-{
-	int64_t interval = agile__load_i64(&s->limiter.bucket.interval_ns);
-	int64_t min_interval = agile__load_i64(&s->limiter.bucket.min_interval_ns);
-	int64_t tat = agile__load_i64(&s->send_tat_ns);
-	int64_t next, slot;
-
-	if (interval < min_interval)
-		interval = min_interval;
-	if (interval <= 0 || interval > SEND_TAT_AHEAD_MAX_NS)
-		return now; /* not a bucket this build wrote: no spacing */
-	do {
-		/* A time in the past means the destination was idle.  One
-		 * more than an hour ahead was not written by a send (a corrupt
-		 * file) and is ignored as well, which also keeps the sum from
-		 * overflowing; a nearer one is legitimate however far ahead,
-		 * since every sender waiting meanwhile has reserved one
-		 * interval. */
-		next = tat;
-		if (next < now || next - now > SEND_TAT_AHEAD_MAX_NS)
-			next = now;
-		slot = next - interval / 2;
-		if (slot < now)
-			slot = now;
-	} while (!agile__cas_i64(&s->send_tat_ns, &tat, next + interval));
-	return slot;
-}
-
-/*
  * Wait for the socket's unwaited grant, if any.  Returns the time after.
  * `interruptible`: the wait is a send's, which a signal's handler may end
  * with EINTR (interrupt_reported); *interrupted then says so, and the grant
@@ -385,7 +339,10 @@ static int64_t settle_grant(struct agile_fd *t, int64_t now,
 		now = agile__now_ns();
 	}
 	if (planned != 0) {
-		int64_t slot = send_slot(slot_of(t), now);
+		/* The sends are spaced too (bucket.c says why). */
+		struct agile_state_slot *s = slot_of(t);
+		int64_t slot = agile__bucket_send_slot(&s->limiter.bucket,
+		                                       &s->send_tat_ns, now);
 
 		if (slot > now) {
 			wait_watching(slot);

@@ -88,6 +88,19 @@ int64_t agile__bucket_min_interval(double max_rate);
  * (which a rate of 0 gets). */
 int64_t agile__bucket_interval(double rate, int64_t min_interval_ns);
 
+/* The furthest ahead of now a send's theoretical arrival time may be: an
+ * hour.  Further is not a time a send wrote (a corrupt file), and a longer
+ * interval is not one a bucket of this build holds. */
+#define AGILE__SEND_AHEAD_MAX_NS (3600 * AGILE_NS_PER_S)
+
+/* The send spacing of bucket.c: when a send granted by `b` may go out at
+ * `now_ns`, given *tat_ns, the theoretical arrival time of the next send,
+ * which it advances by one interval (atomically: any number of threads and
+ * processes may share it).  Returns now_ns or later; now_ns when `b` holds
+ * no usable interval, leaving *tat_ns alone. */
+int64_t agile__bucket_send_slot(const struct agile_bucket *b, int64_t *tat_ns,
+                                int64_t now_ns);
+
 /* The longest a cut's backlog (controller.backlog_ms) may hold further
  * cuts: AGILE_BACKLOG_MAX_TICKS ticks, in milliseconds, within uint32_t.
  * controller.c sets it no higher, and validate.c rejects more. */

@@ -2,7 +2,8 @@
  * check_bucket.c - the leaky bucket on a virtual clock: the first grant is
  * immediate, grants are spaced exactly one interval apart, a rate change
  * applies to the next grant, the ceiling holds whatever rate is asked for,
- * and an idle spell earns no burst.  Times are plain integers chosen by the
+ * and an idle spell earns no burst; the send spacing's GCRA lets in-order
+ * sends through and spaces a burst.  Times are plain integers chosen by the
  * test, so every expectation is exact.
  */
 #include <errno.h>
@@ -11,6 +12,7 @@
 
 #include "agile.h"
 #include "check_suites.h"
+#include "internal.h"
 
 #define MS AGILE_NS_PER_MS
 #define S AGILE_NS_PER_S
@@ -305,6 +307,112 @@ START_TEST(bucket_tiny_rate_capped)
 }
 END_TEST
 
+/* The send spacing (agile__bucket_send_slot), at 10/s: an interval of
+ * 100 ms, a tolerance of 50 ms. */
+static void send_bucket(struct agile_bucket *b)
+{
+	ck_assert_int_eq(agile_bucket_init(b, 10, 10), 0);
+}
+
+START_TEST(send_slot_in_order_never_waits)
+{
+	/* Sends that keep the schedule, even 40 ms late (within the
+	 * tolerance), go out when they come and push no later send back. */
+	struct agile_bucket b;
+	int64_t tat = 0;
+
+	send_bucket(&b);
+	for (int64_t k = 0; k < 5; k++) {
+		int64_t now = 1 * S + k * 100 * MS + (k % 2) * 40 * MS;
+
+		ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, now), now);
+	}
+	/* A late send restarts the schedule from itself (1.14 s, 1.34 s), an
+	 * early one within the tolerance goes on from it. */
+	ck_assert_int_eq(tat, 1 * S + 540 * MS);
+}
+END_TEST
+
+START_TEST(send_slot_spaces_a_burst)
+{
+	/* Five sends at one instant (grants waited for out of order): the
+	 * first goes now, each later one an interval after the one before,
+	 * less the tolerance. */
+	struct agile_bucket b;
+	int64_t tat = 0;
+	const int64_t now = 7 * S;
+
+	send_bucket(&b);
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, now), now);
+	for (int64_t k = 1; k < 5; k++)
+		ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, now),
+		                 now + k * 100 * MS - 50 * MS);
+	ck_assert_int_eq(tat, now + 500 * MS);
+}
+END_TEST
+
+START_TEST(send_slot_no_burst_credit_after_idle)
+{
+	/* A theoretical arrival time in the past is an idle destination: the
+	 * next send goes now, and the one after it is spaced again. */
+	struct agile_bucket b;
+	int64_t tat = 1 * S;
+	const int64_t now = 60 * S;
+
+	send_bucket(&b);
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, now), now);
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, now), now + 50 * MS);
+}
+END_TEST
+
+START_TEST(send_slot_uses_the_current_interval)
+{
+	/* A rate change applies to the next send; an interval below the
+	 * ceiling's (a field another process wrote) is read as the
+	 * ceiling's. */
+	struct agile_bucket b;
+	int64_t tat = 0;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 10, 20), 0);
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, 0), 0);
+	ck_assert_int_eq(tat, 100 * MS);
+	agile_bucket_set_rate(&b, 20);
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, 0), 75 * MS);
+	ck_assert_int_eq(tat, 150 * MS);
+	b.interval_ns = 1;
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, 0), 125 * MS);
+	ck_assert_int_eq(tat, 200 * MS);
+}
+END_TEST
+
+START_TEST(send_slot_ignores_garbage)
+{
+	/* A theoretical arrival time more than an hour ahead was not written
+	 * by a send and is read as now; one just within the hour is kept.
+	 * A bucket whose interval is none this build writes (0, or over an
+	 * hour) spaces nothing and leaves the time alone. */
+	struct agile_bucket b;
+	const int64_t hour = 3600 * S;
+	int64_t tat = INT64_MAX;
+
+	send_bucket(&b);
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, 0), 0);
+	ck_assert_int_eq(tat, 100 * MS);
+	tat = hour;
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, 0), hour - 50 * MS);
+	ck_assert_int_eq(tat, hour + 100 * MS);
+
+	b.interval_ns = 0;
+	b.min_interval_ns = 0;
+	tat = 5 * S;
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, 0), 0);
+	ck_assert_int_eq(tat, 5 * S);
+	b.interval_ns = hour + 1;
+	ck_assert_int_eq(agile__bucket_send_slot(&b, &tat, 0), 0);
+	ck_assert_int_eq(tat, 5 * S);
+}
+END_TEST
+
 Suite *bucket_suite(void)
 {
 	Suite *s = suite_create("bucket");
@@ -336,6 +444,14 @@ Suite *bucket_suite(void)
 	tcase_add_test(try_take, bucket_try_take_refuses_beyond_max_wait);
 	tcase_add_test(try_take, bucket_try_take_due_now);
 	suite_add_tcase(s, try_take);
+
+	TCase *send = tcase_create("send_slot");
+	tcase_add_test(send, send_slot_in_order_never_waits);
+	tcase_add_test(send, send_slot_spaces_a_burst);
+	tcase_add_test(send, send_slot_no_burst_credit_after_idle);
+	tcase_add_test(send, send_slot_uses_the_current_interval);
+	tcase_add_test(send, send_slot_ignores_garbage);
+	suite_add_tcase(s, send);
 
 	return s;
 }
