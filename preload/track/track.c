@@ -1,6 +1,10 @@
 /*
  * track.c - pacing, samples and classification on matched sockets (the
- * state machine is described in track.h).
+ * state machine is described in track.h): the send and receive paths, the
+ * request lifecycle and its round-trip samples, TLS 1.3's ticket rule, and
+ * the end of a socket (shutdown, close, dup).  The connect lifecycle is in
+ * connect.c, the wait for a grant in wait.c, tunnels and STARTTLS in
+ * tunnel.c (track_internal.h).
  *
  * Concurrency: the fields that pass a value from one call to another (the
  * grant's planned time, the request's start) are claimed with an atomic
@@ -12,8 +16,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -32,61 +34,8 @@
 #include "resilience_hook.h"
 #include "symbols.h"
 #include "track.h"
+#include "track_internal.h"
 #include "usermem.h"
-
-static bool is_unreachable(int error)
-{
-	return error == ECONNREFUSED || error == ENETUNREACH ||
-	       error == EHOSTUNREACH;
-}
-
-static struct agile_state_slot *slot_of(const struct agile_fd *t)
-{
-	return agile__destinations_slot(t->dest);
-}
-
-static uint8_t load8(const uint8_t *p)
-{
-	return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-
-static void store8(uint8_t *p, uint8_t v)
-{
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-
-/*
- * The sockets on which this thread has a request in flight.  While the
- * thread sleeps for a grant (in an event loop: in one socket's send), the
- * responses on these sockets cannot be read, so the wait watches them with
- * ppoll and stamps response_ns when one becomes readable: the round trip
- * ends there, not when the program finally reads it.  A thread-per-
- * connection program has no other socket in flight and just sleeps.  Only
- * the sending thread's sockets are watched; 64 covers any event loop's
- * concurrency that pacing leaves room for, and a socket beyond it is
- * measured at its read as before.
- *
- * Every request's first send adds its socket, and the list is pruned only
- * when the thread waits, so with a ceiling far above the load it holds
- * every connection of an event loop: finding whether a number is already
- * in it by walking the list cost redis-benchmark (50 connections) 180 of
- * the preload's 800 instructions per request.  watch_bits mirrors the list
- * for the numbers below WATCH_BITS_FDS, so the common case is one bit test;
- * a higher number is looked for in the list as before.
- */
-#define WATCH_MAX 64
-#define WATCH_BITS_FDS 1024
-static __thread int watch_fds[WATCH_MAX]
-	__attribute__((tls_model("initial-exec")));
-static __thread int watch_count __attribute__((tls_model("initial-exec")));
-static __thread uint64_t watch_bits[WATCH_BITS_FDS / 64]
-	__attribute__((tls_model("initial-exec")));
-
-static int fd_of(const struct agile_fd *t)
-{
-	return (int)(t - __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE));
-}
-
 /* The inode of the socket `fd` refers to, or 0 when it is not a socket. */
 static uint64_t socket_inode(int fd)
 {
@@ -110,7 +59,7 @@ static uint64_t socket_inode(int fd)
  * a stream of reads inside one response pays nothing; an unmarked entry
  * pays one load.
  */
-static bool still_tracked(struct agile_fd *t)
+bool agile__track_still_tracked(struct agile_fd *t)
 {
 	int fd;
 
@@ -126,188 +75,6 @@ static bool still_tracked(struct agile_fd *t)
 	return false;
 }
 
-/* Is fd in this thread's list?  Set or clear its bit (fd below
- * WATCH_BITS_FDS only). */
-static bool watched(int fd)
-{
-	if (fd < WATCH_BITS_FDS)
-		return watch_bits[fd / 64] & (UINT64_C(1) << (fd % 64));
-	for (int i = 0; i < watch_count; i++)
-		if (watch_fds[i] == fd)
-			return true;
-	return false;
-}
-
-static void watch_mark(int fd, bool on)
-{
-	if (fd >= WATCH_BITS_FDS)
-		return;
-	if (on)
-		watch_bits[fd / 64] |= UINT64_C(1) << (fd % 64);
-	else
-		watch_bits[fd / 64] &= ~(UINT64_C(1) << (fd % 64));
-}
-
-static void watch_add(int fd)
-{
-	if (watch_count < WATCH_MAX && !watched(fd)) {
-		watch_fds[watch_count++] = fd;
-		watch_mark(fd, true);
-	}
-}
-
-/* Keep the watched sockets whose response has not been seen; fill pfd. */
-static int watch_prepare(struct pollfd *pfd)
-{
-	int keep = 0;
-
-	for (int i = 0; i < watch_count; i++) {
-		int fd = watch_fds[i];
-		struct agile_fd *t = agile__fd_lookup(fd);
-
-		if (t == NULL ||
-		    __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
-		    AGILE_REQ_IN_FLIGHT ||
-		    __atomic_load_n(&t->response_ns, __ATOMIC_ACQUIRE) != 0) {
-			watch_mark(fd, false);
-			continue;
-		}
-		watch_fds[keep] = fd;
-		pfd[keep].fd = fd;
-		pfd[keep].events = POLLIN | POLLRDHUP;
-		pfd[keep].revents = 0;
-		keep++;
-	}
-	watch_count = keep;
-	return keep;
-}
-
-/*
- * Does the signal handler that just interrupted a wait in a send on `fd`
- * expect that send to fail with EINTR?  The kernel's rule for a blocking
- * send it holds (for room in the socket buffer): a handler installed
- * without SA_RESTART makes it fail with EINTR, one with SA_RESTART restarts
- * it; a non-blocking socket never waits, so never fails that way.  The
- * preload's wait for a grant is such a hold, and a program that installs a
- * handler without SA_RESTART is asking for it: alarm() as the timeout of a
- * request, a flag set by SIGTERM that the main loop checks when a call
- * fails.  Resumed instead, the wait swallowed that timeout: the request
- * went out after it, and a server that never answered held the program's
- * receive for ever (tests/preload/alarm_timeout.sh).
- *
- * The kernel does not say which signal interrupted the sleep, so every
- * signal that could have is asked: one not blocked in this thread (the
- * handler's own mask is undone when it returns) with a handler installed
- * without SA_RESTART.  When there is none, every handler that can have run
- * wants restarting, and the wait resumes; when there is one, the send
- * fails, also in the rare program that has both kinds and got a restarting
- * one.  The signals of a faulting instruction (SIGSEGV and the like) are
- * not asked: they are not sent to a sleeping thread, and the handlers that
- * sanitizers and virtual machines install for them have no SA_RESTART (with
- * ASan's, every wait failed).  About 64 sigaction() calls, made only when
- * a handler ran during a wait.  Nothing is asked unless the socket is
- * blocking.
- */
-static bool is_fault_signal(int sig)
-{
-	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
-	       sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
-}
-
-static bool interrupt_reported(int fd)
-{
-	sigset_t blocked;
-	int saved = errno;
-	int flags = agile__libc.fcntl(fd, F_GETFL);
-	bool report = false;
-
-	if (flags >= 0 && !(flags & O_NONBLOCK) &&
-	    pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0) {
-		for (int sig = 1; sig < NSIG && !report; sig++) {
-			struct sigaction action;
-
-			if (sig == SIGKILL || sig == SIGSTOP ||
-			    is_fault_signal(sig) ||
-			    sigismember(&blocked, sig) == 1 ||
-			    sigaction(sig, NULL, &action) != 0)
-				continue;
-			report = action.sa_handler != SIG_DFL &&
-			         action.sa_handler != SIG_IGN &&
-			         !(action.sa_flags & SA_RESTART);
-		}
-	}
-	errno = saved;
-	return report;
-}
-
-/*
- * Sleep until `planned`, stamping responses that arrive meanwhile.  A
- * signal's handler runs, and the wait then resumes (as in
- * agile__sleep_until), unless `interruptible_fd` is a socket whose send
- * the handler expects to fail with EINTR (interrupt_reported): then it
- * returns true, early.  -1: never early.
- */
-static bool wait_watching_on(int64_t planned, int interruptible_fd)
-{
-	struct pollfd pfd[WATCH_MAX];
-
-	for (;;) {
-		int64_t now = agile__now_ns();
-		struct timespec timeout;
-		int n, rc, busy, error;
-
-		if (now >= planned)
-			return false;
-		n = watch_prepare(pfd);
-		busy = agile__busy_suspend(); /* a handler may jump out */
-		if (n == 0) {
-			timeout.tv_sec = planned / AGILE_NS_PER_S;
-			timeout.tv_nsec = planned % AGILE_NS_PER_S;
-			error = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
-			                        &timeout, NULL);
-			rc = error == 0 ? 0 : -1;
-		} else {
-			timeout.tv_sec = (planned - now) / AGILE_NS_PER_S;
-			timeout.tv_nsec = (planned - now) % AGILE_NS_PER_S;
-			rc = ppoll(pfd, (nfds_t)n, &timeout, NULL);
-			error = rc < 0 ? errno : 0;
-		}
-		agile__busy_resume(busy);
-		if (rc < 0 && error == EINTR) {
-			if (interruptible_fd >= 0 &&
-			    interrupt_reported(interruptible_fd))
-				return true;
-			continue;
-		}
-		if (rc < 0) {
-			agile__sleep_until(planned);
-			return false;
-		}
-		if (rc == 0 || n == 0)
-			continue;
-		now = agile__now_ns();
-		for (int i = 0; i < n; i++) {
-			struct agile_fd *t;
-			int64_t zero = 0;
-
-			if (!(pfd[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
-			                        POLLERR)) ||
-			    (t = agile__fd_lookup(pfd[i].fd)) == NULL)
-				continue;
-			__atomic_compare_exchange_n(&t->response_ns, &zero,
-			                            now, false,
-			                            __ATOMIC_ACQ_REL,
-			                            __ATOMIC_ACQUIRE);
-		}
-	}
-}
-
-/* wait_watching_on that is never cut short (the fleet's callback too). */
-static void wait_watching(int64_t planned)
-{
-	(void)wait_watching_on(planned, -1);
-}
-
 /*
  * Wait for the socket's unwaited grant, if any.  Returns the time after.
  * `interruptible`: the wait is a send's, which a signal's handler may end
@@ -317,14 +84,16 @@ static void wait_watching(int64_t planned)
  * the fleet's slot after it are at most about a second, and were reserved
  * for this send already.
  */
-static int64_t settle_grant(struct agile_fd *t, int64_t now,
-                            bool interruptible, bool *interrupted)
+int64_t agile__track_settle_grant(struct agile_fd *t, int64_t now,
+                                  bool interruptible, bool *interrupted)
 {
 	int64_t planned = __atomic_exchange_n(&t->grant_ns, 0,
 	                                      __ATOMIC_ACQ_REL);
 
 	if (planned > now) {
-		if (wait_watching_on(planned, interruptible ? fd_of(t) : -1)) {
+		int fd = interruptible ? fd_of(t) : -1;
+
+		if (agile__track_wait_on(planned, fd)) {
 			int64_t none = 0;
 
 			/* Not over a grant another thread planned on the
@@ -345,264 +114,25 @@ static int64_t settle_grant(struct agile_fd *t, int64_t now,
 		                                       &s->send_tat_ns, now);
 
 		if (slot > now) {
-			wait_watching(slot);
+			agile__track_wait(slot);
 			now = agile__now_ns();
 		}
 	}
 	/* A destination with a fleet budget (fleet.h) also waits for its
 	 * fleet slot, once the local grant is due. */
 	if (planned != 0) {
-		int64_t fleet = agile__fleet_admit(t->dest, now, wait_watching);
+		int64_t fleet = agile__fleet_admit(t->dest, now,
+		                                   agile__track_wait);
 
 		if (fleet > now) {
-			wait_watching(fleet);
+			agile__track_wait(fleet);
 			now = agile__now_ns();
 		}
 	}
 	return now;
 }
 
-/* Record the connection as unreachable, once. */
-static void mark_unreachable(struct agile_fd *t, struct agile_state_slot *s)
-{
-	uint8_t flags = __atomic_fetch_or(&t->flags,
-	                                  AGILE_FD_UNREACHABLE_COUNTED,
-	                                  __ATOMIC_ACQ_REL);
-
-	store8(&t->phase, AGILE_FD_FAILED);
-	if (flags & AGILE_FD_UNREACHABLE_COUNTED)
-		return;
-	agile_rate_unavailable(&s->limiter);
-	agile__add_u64(&s->unreachable, 1);
-}
-
-/* The connection failed: count it if it says "unreachable", then wait for
- * its grant so a retry loop is paced too.  by_connect: the failure was a
- * connect() call's answer, which leaves the socket ready for a new
- * attempt; reported any other way, it leaves the socket to answer the next
- * connect() with the failure once more (AGILE_FD_ABORT_PENDING). */
-static void connect_failed(struct agile_fd *t, struct agile_state_slot *s,
-                           int error, bool by_connect)
-{
-	int64_t now;
-
-	if (!by_connect)
-		__atomic_fetch_or(&t->flags, AGILE_FD_ABORT_PENDING,
-		                  __ATOMIC_ACQ_REL);
-	if (is_unreachable(error))
-		mark_unreachable(t, s);
-	else
-		store8(&t->phase, AGILE_FD_FAILED);
-	/* Resilience: a failure for the breaker and the adaptive cap, and
-	 * the permit goes back (resilience_hook.c). */
-	agile__resilience_outcome(t, s, AGILE_OUTCOME_UNREACHABLE, 0,
-	                          agile__now_ns());
-	now = settle_grant(t, agile__now_ns(), false, NULL);
-	agile__destinations_tick(t->dest, s, now);
-}
-
-static bool is_stream_socket(int fd)
-{
-	int type = 0;
-	socklen_t len = sizeof(type);
-
-	if (agile__fd_known_stream(fd))
-		return true;
-	return agile__libc.getsockopt(fd, SOL_SOCKET, SO_TYPE, &type,
-	                              &len) == 0 && type == SOCK_STREAM;
-}
-
-/* A further connect() on a socket whose connect is already under way or
- * done: classify its result like the first call's, pace nothing. */
-static int connect_again(int fd, struct agile_fd *t, const struct sockaddr *addr,
-                         socklen_t len)
-{
-	int rc = agile__libc.connect(fd, addr, len);
-	int error = errno;
-
-	agile__enter();
-	if (rc == 0 || error == EISCONN) {
-		store8(&t->phase, AGILE_FD_CONNECTED);
-	} else if (error != EINPROGRESS && error != EALREADY &&
-	           error != EINTR && error != EAGAIN) {
-		connect_failed(t, slot_of(t), error, true);
-	}
-	agile__leave();
-	errno = error;
-	return rc;
-}
-
-/*
- * A connect() on a socket whose failed connect was reported by SO_ERROR, a
- * send or a receive.  Linux keeps such a socket "connecting" until a
- * connect() collects the failure: that call answers ECONNABORTED (or the
- * error itself when nothing has read it yet) whatever address it names,
- * and only the call after it makes a new attempt.  So this one reports the
- * old attempt and is not a new one: it waits for no grant and counts
- * nothing, neither a connection nor a failure, since the attempt was
- * counted when it failed.  After it the socket is an ordinary failed one,
- * whose next connect() is a new attempt and is paced.  A connect() with
- * AF_UNSPEC, which dissolves the association instead, also leaves it so.
- */
-static int connect_reported(int fd, struct agile_fd *t,
-                            const struct sockaddr *addr, socklen_t len)
-{
-	int rc = agile__libc.connect(fd, addr, len);
-	int error = errno;
-
-	__atomic_fetch_and(&t->flags, (uint8_t)~AGILE_FD_ABORT_PENDING,
-	                   __ATOMIC_ACQ_REL);
-	errno = error;
-	return rc;
-}
-
-/*
- * A new connection on fd to rule `dest`: the resilience admission, then the
- * entry and the connection's grant, planned now and waited for at the first
- * send.  Returns the entry; NULL when fd is no stream socket or beyond the
- * table (*refused 0: pass the call through), or when the admission refused
- * the connection (*refused its -errno: the call fails with it).  Inside
- * agile__enter().
- */
-static struct agile_fd *begin_connection(int fd, int dest,
-                                         const struct sockaddr *addr,
-                                         socklen_t len, int *refused)
-{
-	struct agile_admission admission;
-	struct agile_state_slot *s;
-	struct agile_fd *t;
-	int64_t now;
-
-	*refused = 0;
-	if (!is_stream_socket(fd) || (t = agile__fd_entry(fd)) == NULL)
-		return NULL;
-	s = agile__destinations_slot(dest);
-	/* Resilience: the breaker, quota, window, per-address keys and the
-	 * concurrency cap may refuse this connect or hold it (before its
-	 * grant is taken, so a refused connect costs the budget nothing). */
-	*refused = agile__resilience_admit(fd, dest, s, addr, len, &admission);
-	if (*refused < 0)
-		return NULL;
-	now = agile__now_ns();
-	store8(&t->tracked, 0);
-	/* Stores other threads may load atomically at the same moment: a
-	 * thread waiting for a grant still watches this number for the
-	 * response of the socket it named before (watch_prepare). */
-	t->dest = dest;
-	store8(&t->phase, AGILE_FD_CONNECTING);
-	store8(&t->request, AGILE_REQ_GRANTED);
-	store8(&t->flags, admission.breaker_open ? AGILE_FD_BREAKER_OPEN : 0);
-	__atomic_store_n(&t->permit, admission.permit, __ATOMIC_RELAXED);
-	t->permit_tid = admission.permit_tid;
-	__atomic_store_n(&t->request_start_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->response_ns, 0, __ATOMIC_RELAXED);
-	t->conn_id = agile__fd_new_conn_id();
-	t->stdio_inode = 0;
-	__atomic_store_n(&t->peer, 0, __ATOMIC_RELAXED);
-	store8(&t->http2, 0);
-	agile__tls_reset(&t->tls);
-	__atomic_store_n(&t->tls_start_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->tls_end_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->grant_ns, agile__destinations_take(dest, s, now),
-	                 __ATOMIC_RELEASE);
-	store8(&t->tracked, 1);
-	agile__add_u64(&s->connects, 1);
-	agile__destinations_tick(dest, s, now);
-	if (agile__log_enabled(AGILE_LOG_DEBUG))
-		agile__log(AGILE_LOG_DEBUG, "fd %d: connect to %s, grant in "
-		           "%.3f ms", fd, s->name,
-		           (double)(t->grant_ns - now) / AGILE_NS_PER_MS);
-	return t;
-}
-
-int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len,
-                         int dest)
-{
-	struct agile_state_slot *s;
-	struct agile_fd *t;
-	int saved = errno;
-	int rc, error, refused = 0;
-
-	agile__enter();
-	if (dest == AGILE_DEST_UNKNOWN)
-		dest = agile__destinations_match(addr, len);
-	t = agile__fd_lookup(fd);
-	if ((dest >= 0 || t != NULL) && agile__in_vfork_child()) {
-		/* The table is the parent's (see process.h). */
-		agile__leave();
-		errno = saved;
-		return agile__libc.connect(fd, addr, len);
-	}
-	if (t != NULL && !still_tracked(t))
-		t = NULL; /* a new socket on a number closed behind our back */
-	if (t != NULL && load8(&t->phase) == AGILE_FD_FAILED &&
-	    (load8(&t->flags) & AGILE_FD_ABORT_PENDING)) {
-		agile__leave();
-		errno = saved;
-		return connect_reported(fd, t, addr, len);
-	}
-	if (t != NULL && dest >= 0 && t->dest == dest &&
-	    load8(&t->phase) != AGILE_FD_FAILED) {
-		agile__leave();
-		errno = saved;
-		return connect_again(fd, t, addr, len);
-	}
-	if (t != NULL) {
-		agile__resilience_close(t); /* its permit, its breaker call */
-		agile__fd_untrack(fd);      /* reconnected elsewhere */
-	}
-	t = dest < 0 ? NULL : begin_connection(fd, dest, addr, len, &refused);
-	agile__leave();
-	if (t == NULL && dest >= 0 && refused < 0) {
-		errno = -refused;
-		return -1;
-	}
-	errno = saved;
-	if (t == NULL)
-		return agile__libc.connect(fd, addr, len);
-	s = agile__destinations_slot(dest);
-
-	/* connect_timeout= and retry= wrap the call (connect_hook.c). */
-	rc = agile__resilience_connect(fd, addr, len, dest);
-	error = errno;
-
-	agile__enter();
-	if (rc == 0)
-		store8(&t->phase, AGILE_FD_CONNECTED);
-	else if (error != EINPROGRESS && error != EINTR && error != EALREADY &&
-	         error != EAGAIN)
-		connect_failed(t, s, error, true);
-	agile__leave();
-	errno = error;
-	return rc;
-}
-
-int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len)
-{
-	int saved = errno;
-	int dest, refused = 0;
-	struct agile_fd *t = NULL;
-
-	agile__enter();
-	dest = agile__destinations_match(addr, len);
-	/* A vfork child's table is its parent's (process.h). */
-	if (dest >= 0 && !agile__in_vfork_child())
-		t = begin_connection(fd, dest, addr, len, &refused);
-	agile__leave();
-	errno = saved;
-	return refused < 0 ? refused : t != NULL;
-}
-
 static inline void tls_answer_held(struct agile_fd *t, int64_t now);
-
-static size_t iov_total(const struct iovec *iov, int count)
-{
-	size_t n = 0;
-
-	for (int i = 0; iov != NULL && i < count; i++)
-		n += iov[i].iov_len;
-	return n;
-}
 
 /* Is this send the goodbye of the destination's declared protocol (redis's
  * QUIT, PostgreSQL's Terminate, ...), which ends the session, or, on an
@@ -634,129 +164,6 @@ static bool may_start_request(const struct agile_fd *t,
 	       AGILE_TLS_SEND_HELLO;
 }
 
-/*
- * Tunnels through a proxy.  A program whose traffic goes through a proxy
- * connects to the proxy, asks it for a tunnel to the destination and then
- * speaks to the destination through it, usually TLS.  Taken as ordinary
- * requests, the proxy's handshake and then each flight of the tunnelled TLS
- * handshake took a grant of its own and gave a sample of the proxy's or
- * the handshake's round trip, and TLS's close_notify, unrecognised, was a
- * truncated request: curl through an HTTP proxy, a connection per request,
- * reached the server at 2.5/s at floor=max=10, with three sub-millisecond
- * samples and one truncation a request (through a SOCKS 5 proxy, 2.0/s and
- * four samples).  The proxy's handshake is setting up, like the TCP
- * handshake: its first message takes the connection's grant, the rest
- * ride on it, and none of its answers is a sample (AGILE_FD_TUNNEL; see
- * agile__track_after_recv).  A ClientHello sent after it starts the tunnel:
- * the TLS walker starts over, so that the handshake is followed and the
- * first request rides on the connection's grant, as on a direct
- * connection.  The tunnel is told by that ClientHello rather than by the
- * proxy's answer, which curl reads a byte at a time: a client sends one
- * only into an open tunnel.  Whatever else the client sends first after
- * the handshake (a plain protocol through the tunnel, a CONNECT again after
- * a 407) rides on the connection's grant too, and the requests after it
- * are ordinary ones.  PostgreSQL's SSLRequest, which asks the server
- * whether it speaks TLS before anything else, is such a handshake of one
- * exchange: three psql sessions over TLS gave 15 samples, and give the 6
- * of three plain ones now.
- */
-
-/* Does a request open a tunnel: an HTTP CONNECT, or, as the connection's
- * first bytes, a SOCKS 5 greeting (version, count, that many methods), a
- * SOCKS 4 request (version, command, port, address, user id, NUL) or
- * PostgreSQL's SSLRequest (length 8, code 80877103), which libpq sends
- * first whenever it may use TLS and which the server answers with one
- * byte?  The binary forms are short, so they count only first, where a
- * protocol that happened to match would lose one sample. */
-static bool opens_tunnel(const uint8_t *p, size_t n, bool first)
-{
-	if (n >= 8 && memcmp(p, "CONNECT ", 8) == 0)
-		return true;
-	if (!first || n < 3)
-		return false;
-	if (n == 8 && memcmp(p, "\0\0\0\x08\x04\xd2\x16\x2f", 8) == 0)
-		return true;
-	if (p[0] == 5)
-		return p[1] >= 1 && n == 2 + (size_t)p[1];
-	return p[0] == 4 && (p[1] == 1 || p[1] == 2) && n >= 9 &&
-	       p[n - 1] == 0;
-}
-
-/* Is iov[0] the rest of a SOCKS 5 handshake: a username and password
- * (RFC 1929: version 1, length and name, length and password) or the
- * request (version 5, command, 0, address type and address, port)? */
-static bool socks_setup(const struct iovec *iov, int count)
-{
-	const uint8_t *p = count > 0 && iov != NULL ? iov[0].iov_base : NULL;
-	size_t n = p != NULL ? iov[0].iov_len : 0;
-
-	if (n >= 3 && p[0] == 1 && (size_t)p[1] + 3 <= n)
-		return n == (size_t)p[1] + 3 + p[2 + p[1]];
-	if (n < 7 || p[0] != 5 || p[1] < 1 || p[1] > 3 || p[2] != 0)
-		return false;
-	return (p[3] == 1 && n == 10) || (p[3] == 4 && n == 22) ||
-	       (p[3] == 3 && n == 7 + (size_t)p[4]);
-}
-
-/* The client sends again on a connection setting up a tunnel, the last
- * answer read: the request state this send goes on with.  The rest of the
- * proxy's handshake and the first message through the tunnel ride on the
- * connection's grant; a ClientHello also restarts the TLS walker. */
-static uint8_t tunnel_send(struct agile_fd *t, const struct iovec *iov,
-                           int count, uint8_t request)
-{
-	struct agile_tls fresh;
-	uint8_t expected = request;
-	bool hello = false;
-
-	if (!socks_setup(iov, count)) {
-		__atomic_fetch_and(&t->flags, (uint8_t)~AGILE_FD_TUNNEL,
-		                   __ATOMIC_ACQ_REL);
-		agile__tls_reset(&fresh);
-		hello = agile__tls_classify(&fresh, iov, count,
-		                            iov_total(iov, count)) ==
-		        AGILE_TLS_SEND_HELLO;
-	}
-	if (!__atomic_compare_exchange_n(&t->request, &expected,
-	                                 AGILE_REQ_GRANTED, false,
-	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-		return expected;
-	if (hello)
-		agile__tls_reset(&t->tls);
-	/* grant_ns is 0: the handshake's first message waited for it. */
-	return AGILE_REQ_GRANTED;
-}
-
-/*
- * TLS started on a plain connection: the client sends a ClientHello after
- * exchanges of the protocol's own (SMTP's, IMAP's or POP3's STARTTLS,
- * MySQL's SSL request, LDAP's StartTLS, or TLS through a tunnel the
- * preload did not recognise).  The walker decided at the connection's
- * first bytes that it was not TLS, and counted the TLS that followed byte
- * by byte: the ClientHello a request whose answer, the server's handshake
- * flight, was a sample, and the client's Finished another request with a
- * grant of its own (smtplib, STARTTLS and 10 NOOPs: 15 samples and 15
- * grants a session with TLS 1.3, 16 and 16 with TLS 1.2, for 14 commands).
- * The walker starts afresh at the ClientHello, before it is sent, so the
- * server's answer cannot be read by another thread first: from there the
- * connection is followed as one that began with it.  The ClientHello takes
- * a grant as the next request would (none under pace=connect), or joins
- * the request in flight (MySQL's SSL request is not answered); the
- * handshake's answer ends that request without a sample; the first
- * request inside TLS rides on its grant (tests/preload/starttls.sh: 14
- * and 14).  The plain exchanges before it stay ordinary requests: that
- * STARTTLS was setting up is known only once the ClientHello comes, after
- * its answer was sampled.  Bytes of another protocol that only look like
- * a ClientHello (0x16, 3, a version up to 4, a length, 1, and a 3-byte
- * length 4 short of the first) are still counted as the request they are:
- * the walker gives up at the server's answer, which is no TLS record, and
- * that answer is the request's sample, as on any plain connection.
- */
-static void start_tls(struct agile_fd *t)
-{
-	agile__tls_reset(&t->tls);
-}
-
 int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
                                  int count)
 {
@@ -772,7 +179,7 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 		return agile__now_ns();
 
 	/* This send may wait for a grant or start a request. */
-	if (request != AGILE_REQ_IN_FLIGHT && !still_tracked(t))
+	if (request != AGILE_REQ_IN_FLIGHT && !agile__track_still_tracked(t))
 		return AGILE_SEND_PASS;
 	/* Everything below may read the bytes before the kernel has: bytes
 	 * it would refuse are its to refuse, unseen (usermem.h). */
@@ -786,10 +193,10 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	tls_answer_held(t, now);
 	if ((load8(&t->flags) & AGILE_FD_TUNNEL) &&
 	    request != AGILE_REQ_IN_FLIGHT)
-		request = tunnel_send(t, iov, count, request);
+		request = agile__track_tunnel_send(t, iov, count, request);
 	else if (agile__tls_stage(&t->tls) == AGILE_TLS_OFF &&
 	         agile__tls_starts_hello(iov, count))
-		start_tls(t);
+		agile__track_start_tls(t);
 	if (!may_start_request(t, iov, count))
 		request = AGILE_REQ_IN_FLIGHT; /* nothing to wait for */
 	switch (request) {
@@ -806,11 +213,11 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 			                 agile__destinations_take(t->dest, s,
 			                                          now),
 			                 __ATOMIC_RELEASE);
-		now = settle_grant(t, now, true, &interrupted);
+		now = agile__track_settle_grant(t, now, true, &interrupted);
 		break;
 	}
 	case AGILE_REQ_GRANTED:
-		now = settle_grant(t, now, true, &interrupted);
+		now = agile__track_settle_grant(t, now, true, &interrupted);
 		break;
 	default:
 		break;
@@ -850,7 +257,8 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 		if (is_unreachable(error) &&
 		    load8(&t->phase) == AGILE_FD_CONNECTING) {
 			agile__enter();
-			connect_failed(t, slot_of(t), error, false);
+			agile__track_connect_failed(t, slot_of(t), error,
+			                            false);
 			agile__leave();
 		}
 		errno = error;
@@ -887,10 +295,11 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 		 * records nothing. */
 		if (plain && is_goodbye(t, iov, count))
 			return;
-		/* A proxy's handshake starts (opens_tunnel). */
-		if (plain && opens_tunnel(data, data_len < (size_t)result
-		                                ? data_len : (size_t)result,
-		                          first))
+		/* A proxy's handshake starts (agile__track_opens_tunnel). */
+		if (plain &&
+		    agile__track_opens_tunnel(data, data_len < (size_t)result
+		                                    ? data_len : (size_t)result,
+		                              first))
 			__atomic_fetch_or(&t->flags, AGILE_FD_TUNNEL,
 			                  __ATOMIC_ACQ_REL);
 		/* proto=http: is the request to an excluded path?  (Not over
@@ -903,7 +312,7 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 		__atomic_store_n(&t->request_start_ns, start_ns,
 		                 __ATOMIC_RELEASE);
 		store8(&t->request, AGILE_REQ_IN_FLIGHT);
-		watch_add(fd_of(t));
+		agile__track_watch(fd_of(t));
 	}
 }
 
@@ -1050,7 +459,8 @@ static void tls_received(struct agile_fd *t, unsigned bits)
 	int64_t now, start, end, seen;
 
 	if ((load8(&r->request) == AGILE_REQ_IN_FLIGHT ||
-	     load8(&t->phase) == AGILE_FD_CONNECTING) && !still_tracked(t))
+	     load8(&t->phase) == AGILE_FD_CONNECTING) &&
+	    !agile__track_still_tracked(t))
 		return;
 	agile__enter();
 	s = slot_of(t);
@@ -1139,7 +549,8 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	 * classify a connect. */
 	r = request_owner(t);
 	if ((load8(&r->request) == AGILE_REQ_IN_FLIGHT ||
-	     load8(&t->phase) == AGILE_FD_CONNECTING) && !still_tracked(t)) {
+	     load8(&t->phase) == AGILE_FD_CONNECTING) &&
+	    !agile__track_still_tracked(t)) {
 		errno = error;
 		return;
 	}
@@ -1151,7 +562,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 		tls_answer_held(t, 0);
 	if (result < 0 && is_unreachable(error) &&
 	    load8(&t->phase) == AGILE_FD_CONNECTING) {
-		connect_failed(t, s, error, false);
+		agile__track_connect_failed(t, s, error, false);
 	} else if (result > 0 && load8(&r->request) == AGILE_REQ_IN_FLIGHT &&
 	           data_len >= (size_t)result &&
 	           agile__http_interim(data, (size_t)result)) {
@@ -1167,7 +578,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 		 * only: over TLS the status is not readable. */
 		__atomic_store_n(&r->response_ns, 0, __ATOMIC_RELEASE);
 		store8(&t->phase, AGILE_FD_CONNECTED);
-		watch_add(fd_of(r));
+		agile__track_watch(fd_of(r));
 	} else if (result > 0 && load8(&t->http2) &&
 	           load8(&r->request) == AGILE_REQ_IN_FLIGHT &&
 	           data_len >= (size_t)result &&
@@ -1177,7 +588,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 		 * in flight, as after an interim response (http2.c). */
 		__atomic_store_n(&r->response_ns, 0, __ATOMIC_RELEASE);
 		store8(&t->phase, AGILE_FD_CONNECTED);
-		watch_add(fd_of(r));
+		agile__track_watch(fd_of(r));
 	} else if ((start = claim_request(r)) != 0) {
 		now = agile__now_ns();
 		seen = __atomic_exchange_n(&r->response_ns, 0, __ATOMIC_ACQ_REL);
@@ -1187,7 +598,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 			store8(&t->phase, AGILE_FD_CONNECTED);
 			/* A proxy's answer in its handshake is setting
 			 * up, as the TCP handshake is: no sample
-			 * (opens_tunnel). */
+			 * (agile__track_opens_tunnel). */
 			if (!(load8(&r->flags) & AGILE_FD_TUNNEL))
 				answered(r, s, now - start, now, data,
 				         data_len < (size_t)result
@@ -1213,17 +624,17 @@ void agile__track_fdopen(struct agile_fd *t)
 	struct agile_state_slot *s;
 	int64_t now;
 
-	if (!still_tracked(t))
+	if (!agile__track_still_tracked(t))
 		return;
 	agile__enter();
 	/* From now on stdio may close the socket where no hook sees it (by
 	 * freopen; fclose is hooked): the inode is recorded before the mark
-	 * that makes still_tracked compare it. */
+	 * that makes agile__track_still_tracked compare it. */
 	__atomic_store_n(&t->stdio_inode, socket_inode(fd_of(t)),
 	                 __ATOMIC_RELAXED);
 	__atomic_fetch_or(&t->flags, AGILE_FD_STDIO, __ATOMIC_RELEASE);
 	s = slot_of(t);
-	now = settle_grant(t, agile__now_ns(), false, NULL);
+	now = agile__track_settle_grant(t, agile__now_ns(), false, NULL);
 	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;
@@ -1234,7 +645,7 @@ void agile__track_so_error(struct agile_fd *t, int so_error)
 	if (so_error == 0 || load8(&t->phase) != AGILE_FD_CONNECTING)
 		return;
 	agile__enter();
-	connect_failed(t, slot_of(t), so_error, false);
+	agile__track_connect_failed(t, slot_of(t), so_error, false);
 	agile__leave();
 }
 
@@ -1312,7 +723,7 @@ static void settle_for_stdio(struct agile_fd *t)
 	if ((load8(&t->flags) & AGILE_FD_INBOUND) ||
 	    __atomic_load_n(&t->grant_ns, __ATOMIC_ACQUIRE) == 0)
 		return;
-	now = settle_grant(t, agile__now_ns(), false, NULL);
+	now = agile__track_settle_grant(t, agile__now_ns(), false, NULL);
 	agile__destinations_tick(t->dest, slot_of(t), now);
 }
 

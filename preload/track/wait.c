@@ -1,0 +1,226 @@
+/*
+ * wait.c - the wait for a grant: this thread's list of sockets with a
+ * request in flight, whose responses the wait stamps, and the signal
+ * policy that decides whether a signal ends the wait with EINTR.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <time.h>
+
+#include "clock.h"
+#include "symbols.h"
+#include "track_internal.h"
+
+/*
+ * The sockets on which this thread has a request in flight.  While the
+ * thread sleeps for a grant (in an event loop: in one socket's send), the
+ * responses on these sockets cannot be read, so the wait watches them with
+ * ppoll and stamps response_ns when one becomes readable: the round trip
+ * ends there, not when the program finally reads it.  A thread-per-
+ * connection program has no other socket in flight and just sleeps.  Only
+ * the sending thread's sockets are watched; 64 covers any event loop's
+ * concurrency that pacing leaves room for, and a socket beyond it is
+ * measured at its read as before.
+ *
+ * Every request's first send adds its socket, and the list is pruned only
+ * when the thread waits, so with a ceiling far above the load it holds
+ * every connection of an event loop: finding whether a number is already
+ * in it by walking the list cost redis-benchmark (50 connections) 180 of
+ * the preload's 800 instructions per request.  watch_bits mirrors the list
+ * for the numbers below WATCH_BITS_FDS, so the common case is one bit test;
+ * a higher number is looked for in the list as before.
+ */
+#define WATCH_MAX 64
+#define WATCH_BITS_FDS 1024
+static __thread int watch_fds[WATCH_MAX]
+	__attribute__((tls_model("initial-exec")));
+static __thread int watch_count __attribute__((tls_model("initial-exec")));
+static __thread uint64_t watch_bits[WATCH_BITS_FDS / 64]
+	__attribute__((tls_model("initial-exec")));
+
+
+/* Is fd in this thread's list?  Set or clear its bit (fd below
+ * WATCH_BITS_FDS only). */
+static bool watched(int fd)
+{
+	if (fd < WATCH_BITS_FDS)
+		return watch_bits[fd / 64] & (UINT64_C(1) << (fd % 64));
+	for (int i = 0; i < watch_count; i++)
+		if (watch_fds[i] == fd)
+			return true;
+	return false;
+}
+
+static void watch_mark(int fd, bool on)
+{
+	if (fd >= WATCH_BITS_FDS)
+		return;
+	if (on)
+		watch_bits[fd / 64] |= UINT64_C(1) << (fd % 64);
+	else
+		watch_bits[fd / 64] &= ~(UINT64_C(1) << (fd % 64));
+}
+
+void agile__track_watch(int fd)
+{
+	if (watch_count < WATCH_MAX && !watched(fd)) {
+		watch_fds[watch_count++] = fd;
+		watch_mark(fd, true);
+	}
+}
+
+/* Keep the watched sockets whose response has not been seen; fill pfd. */
+static int watch_prepare(struct pollfd *pfd)
+{
+	int keep = 0;
+
+	for (int i = 0; i < watch_count; i++) {
+		int fd = watch_fds[i];
+		struct agile_fd *t = agile__fd_lookup(fd);
+
+		if (t == NULL ||
+		    __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
+		    AGILE_REQ_IN_FLIGHT ||
+		    __atomic_load_n(&t->response_ns, __ATOMIC_ACQUIRE) != 0) {
+			watch_mark(fd, false);
+			continue;
+		}
+		watch_fds[keep] = fd;
+		pfd[keep].fd = fd;
+		pfd[keep].events = POLLIN | POLLRDHUP;
+		pfd[keep].revents = 0;
+		keep++;
+	}
+	watch_count = keep;
+	return keep;
+}
+
+/*
+ * Does the signal handler that just interrupted a wait in a send on `fd`
+ * expect that send to fail with EINTR?  The kernel's rule for a blocking
+ * send it holds (for room in the socket buffer): a handler installed
+ * without SA_RESTART makes it fail with EINTR, one with SA_RESTART restarts
+ * it; a non-blocking socket never waits, so never fails that way.  The
+ * preload's wait for a grant is such a hold, and a program that installs a
+ * handler without SA_RESTART is asking for it: alarm() as the timeout of a
+ * request, a flag set by SIGTERM that the main loop checks when a call
+ * fails.  Resumed instead, the wait swallowed that timeout: the request
+ * went out after it, and a server that never answered held the program's
+ * receive for ever (tests/preload/alarm_timeout.sh).
+ *
+ * The kernel does not say which signal interrupted the sleep, so every
+ * signal that could have is asked: one not blocked in this thread (the
+ * handler's own mask is undone when it returns) with a handler installed
+ * without SA_RESTART.  When there is none, every handler that can have run
+ * wants restarting, and the wait resumes; when there is one, the send
+ * fails, also in the rare program that has both kinds and got a restarting
+ * one.  The signals of a faulting instruction (SIGSEGV and the like) are
+ * not asked: they are not sent to a sleeping thread, and the handlers that
+ * sanitizers and virtual machines install for them have no SA_RESTART (with
+ * ASan's, every wait failed).  About 64 sigaction() calls, made only when
+ * a handler ran during a wait.  Nothing is asked unless the socket is
+ * blocking.
+ */
+static bool is_fault_signal(int sig)
+{
+	return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE ||
+	       sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
+}
+
+static bool interrupt_reported(int fd)
+{
+	sigset_t blocked;
+	int saved = errno;
+	int flags = agile__libc.fcntl(fd, F_GETFL);
+	bool report = false;
+
+	if (flags >= 0 && !(flags & O_NONBLOCK) &&
+	    pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0) {
+		for (int sig = 1; sig < NSIG && !report; sig++) {
+			struct sigaction action;
+
+			if (sig == SIGKILL || sig == SIGSTOP ||
+			    is_fault_signal(sig) ||
+			    sigismember(&blocked, sig) == 1 ||
+			    sigaction(sig, NULL, &action) != 0)
+				continue;
+			report = action.sa_handler != SIG_DFL &&
+			         action.sa_handler != SIG_IGN &&
+			         !(action.sa_flags & SA_RESTART);
+		}
+	}
+	errno = saved;
+	return report;
+}
+
+/*
+ * Sleep until `planned`, stamping responses that arrive meanwhile.  A
+ * signal's handler runs, and the wait then resumes (as in
+ * agile__sleep_until), unless `interruptible_fd` is a socket whose send
+ * the handler expects to fail with EINTR (interrupt_reported): then it
+ * returns true, early.  -1: never early.
+ */
+bool agile__track_wait_on(int64_t planned, int interruptible_fd)
+{
+	struct pollfd pfd[WATCH_MAX];
+
+	for (;;) {
+		int64_t now = agile__now_ns();
+		struct timespec timeout;
+		int n, rc, busy, error;
+
+		if (now >= planned)
+			return false;
+		n = watch_prepare(pfd);
+		busy = agile__busy_suspend(); /* a handler may jump out */
+		if (n == 0) {
+			timeout.tv_sec = planned / AGILE_NS_PER_S;
+			timeout.tv_nsec = planned % AGILE_NS_PER_S;
+			error = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
+			                        &timeout, NULL);
+			rc = error == 0 ? 0 : -1;
+		} else {
+			timeout.tv_sec = (planned - now) / AGILE_NS_PER_S;
+			timeout.tv_nsec = (planned - now) % AGILE_NS_PER_S;
+			rc = ppoll(pfd, (nfds_t)n, &timeout, NULL);
+			error = rc < 0 ? errno : 0;
+		}
+		agile__busy_resume(busy);
+		if (rc < 0 && error == EINTR) {
+			if (interruptible_fd >= 0 &&
+			    interrupt_reported(interruptible_fd))
+				return true;
+			continue;
+		}
+		if (rc < 0) {
+			agile__sleep_until(planned);
+			return false;
+		}
+		if (rc == 0 || n == 0)
+			continue;
+		now = agile__now_ns();
+		for (int i = 0; i < n; i++) {
+			struct agile_fd *t;
+			int64_t zero = 0;
+
+			if (!(pfd[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
+			                        POLLERR)) ||
+			    (t = agile__fd_lookup(pfd[i].fd)) == NULL)
+				continue;
+			__atomic_compare_exchange_n(&t->response_ns, &zero,
+			                            now, false,
+			                            __ATOMIC_ACQ_REL,
+			                            __ATOMIC_ACQUIRE);
+		}
+	}
+}
+
+/* agile__track_wait_on that is never cut short (the fleet's callback too). */
+void agile__track_wait(int64_t planned)
+{
+	(void)agile__track_wait_on(planned, -1);
+}
