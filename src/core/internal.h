@@ -117,8 +117,11 @@ static inline uint32_t agile__backlog_most_ms(int64_t tick_ns)
 
 /* A double as text with up to 15 significant digits and a '.' as the
  * decimal point whatever the host program's locale ("nan", "inf" as such):
- * config.c's, for validate.c's messages. */
+ * format.c's, for config.c's and validate.c's messages. */
 #define AGILE__NUMBER_TEXT 48
 void agile__format_number(char out[AGILE__NUMBER_TEXT], double value);
+/* A duration as text in the largest unit in which it is exact ("250us",
+ * "1.5s", "2m"), as agile_duration_format prints it. */
+void agile__format_duration(char out[AGILE__NUMBER_TEXT], int64_t ns);
 
 #endif /* AGILE_INTERNAL_H */
