@@ -396,22 +396,14 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
 {
 	static int headers_read;
 	const struct server *srv = cls;
+	bool has_body = MHD_lookup_connection_value(
+		connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH) ||
+		MHD_lookup_connection_value(
+		connection, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
 
 	(void)version;
 	(void)upload_data;
-	/* libmicrohttpd calls once when the headers are in, then for each
-	 * piece of a body, then once more.  An answer queued at the first
-	 * call would make it close the connection (it cannot know the
-	 * request has no body), so the first call only marks the request
-	 * and a body sent with a GET is read and dropped. */
-	if (*request == NULL) {
-		*request = &headers_read;
-		return MHD_YES;
-	}
-	if (*upload_data_size != 0) {
-		*upload_data_size = 0;
-		return MHD_YES;
-	}
+	(void)upload_data_size;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
 		struct MHD_Response *response = MHD_create_response_from_buffer(
@@ -423,6 +415,19 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *connection,
 			                        "GET, HEAD");
 		return send_response(connection, MHD_HTTP_METHOD_NOT_ALLOWED,
 		                     response, "text/plain; charset=utf-8");
+	}
+	/*
+	 * libmicrohttpd calls once when the headers are in, then for each
+	 * piece of a body, then once more.  An answer queued at the first
+	 * call makes it close the connection after the answer, without
+	 * reading the body: right for a request that has one (a GET has no
+	 * use for it, and a client could send one for ever), wrong for one
+	 * that has none, whose keep-alive connection would be lost.  So a
+	 * request without a body is answered at the second call.
+	 */
+	if (*request == NULL && !has_body) {
+		*request = &headers_read;
+		return MHD_YES;
 	}
 	if (strcmp(url, "/") == 0)
 		return send_page(connection);

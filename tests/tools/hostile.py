@@ -6,8 +6,9 @@ sent to agilestat --serve.
 
 Each case opens its own connection and checks the answer: an unknown path
 is a 404; a POST with a body a 405 naming GET and HEAD; HEAD /metrics a
-200 with no body; headers of 40 KiB a 431; a line that is not HTTP closes
-the connection; and a client that sends half a request line and nothing
+200 with no body; headers of 40 KiB a 431; a GET announcing a body it
+never finishes is answered at once and its connection closed (the body is
+not read); a line that is not HTTP closes the connection; and a client that sends half a request line and nothing
 more is cut off by the server's idle timeout (10 s) rather than held for
 ever (the case waits 15 s at most).  Prints a line per case; exits 1 at
 the first that does not hold.
@@ -56,6 +57,9 @@ def main():
         ("40 KiB of headers: 431",
          b"GET /json HTTP/1.1\r\n" + host + b"X-Big: " + b"a" * 40960 + b"\r\n\r\n",
          lambda out, closed, t: out.startswith(b"HTTP/1.1 431 ")),
+        ("a GET announcing a 1 GB body, sending 5 bytes: answered, closed",
+         b"GET /json HTTP/1.1\r\n" + host + b"Content-Length: 1000000000\r\n\r\nhello",
+         lambda out, closed, t: out.startswith(b"HTTP/1.1 200 ") and closed),
         ("not HTTP: closed", b"\x16\x03\x01\x02\x00garbage\r\n\r\n",
          lambda out, closed, t: closed and not out.startswith(b"HTTP/1.1 200")),
     ]

@@ -7,10 +7,10 @@
 # Every answer must be valid and every thread must have been answered.
 # Meanwhile tests/tools/hostile.py sends what a server facing any local
 # client must survive (an unknown path, a POST, HEAD, 40 KiB of headers, a
-# line that is not HTTP, and half a request line left hanging, which the
-# server's 10 s idle timeout must cut off): each must get its answer.  The
-# server must still answer afterwards, and the paced client must have gone
-# on making requests throughout.  What the scrapers cost the paced
+# GET whose body never ends, a line that is not HTTP, and half a request
+# line left hanging, which the server's 10 s idle timeout must cut off):
+# each must get its answer.  The server must still answer afterwards, and
+# the paced client must have gone on making requests throughout.  What the scrapers cost the paced
 # program's throughput is a figure, measured by scripts/bench-serve, not
 # a bound here: on a busy machine it would fail for reasons of its own.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
