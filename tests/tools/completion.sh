@@ -83,9 +83,9 @@ for p in problems:
 sys.exit(1 if problems else 0)
 PY
 
-# complete WORD...: what the completion replies for the command line WORD...
+# replies WORD...: what the completion replies for the command line WORD...
 # (the last word is the one being completed), one reply a line.
-complete() {
+replies() {
 	bash -c '
 . /usr/share/bash-completion/bash_completion
 . "$1"
@@ -102,7 +102,7 @@ printf "%s\n" "${COMPREPLY[@]}"
 expect() {
 	want=$1
 	shift
-	got=$(complete "$@" | tr '\n' '|')
+	got=$(replies "$@" | tr '\n' '|')
 	[ "$got" = "$want" ] || fail "completing $*: got $got, expected $want"
 }
 expect "api=127.0.0.1:80 preset=|api=127.0.0.1:80 preset|" \
@@ -112,6 +112,6 @@ expect "api=127.0.0.1:80 max=5 proto=http|api=127.0.0.1:80 max=5 proto=http |" \
 expect "x=h:1 pace=request|x=h:1 pace=connect|" agilerun --dest "\"x=h:1 pace="
 expect "--state|--seccomp|" agilerun --s
 expect "--serve|" agilestat --se
-complete agilerun -d "'x=h:1 max=1'" -- pytho | grep -qx python3 ||
+replies agilerun -d "'x=h:1 max=1'" -- pytho | grep -qx python3 ||
 	fail "the command after -- is not completed"
 note "keys, values, options and the command complete"
