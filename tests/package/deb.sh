@@ -4,9 +4,10 @@
 #
 # The source tree (its tracked and new files, no build directory) is
 # copied aside and built with `dpkg-buildpackage -us -uc -b`, without its
-# Check suites (nocheck: make check has run them), and lintian must find
-# no error and no warning in what it made (debian/*.lintian-overrides say
-# why each override is there).  The packages are unpacked with `dpkg -x`
+# Check suites (nocheck: make check has run them) and debug-symbol packages
+# (noautodbgsym: they take time and nothing checks them), and lintian must
+# find no error and no warning in what it made (debian/*.lintian-overrides
+# say why each override is there).  The packages are unpacked with `dpkg -x`
 # into an empty root, never installed, and the root must hold what
 # debian/ promises: the preload in the multiarch library directory's
 # agilepreload/, agilerun, agilestat, the man pages, the completion,
@@ -44,7 +45,7 @@ else
 		tar -x -C "$tmp/src"
 fi
 start=$(date +%s)
-(cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" \
+(cd "$tmp/src" && DEB_BUILD_OPTIONS="nocheck noautodbgsym parallel=$(nproc)" \
 	dpkg-buildpackage -us -uc -b) >"$tmp/build.log" 2>&1 ||
 	{ tail -n 40 "$tmp/build.log"; fail "dpkg-buildpackage failed"; }
 echo "deb: dpkg-buildpackage -us -uc -b: $(cd "$tmp" && ls ./*.deb | tr '\n' ' ')($(($(date +%s) - start)) s)"
