@@ -255,6 +255,8 @@ tally_reports() {
 # every fault test (see the sanitize suite below).
 asan_preload_tests="preload/(python_threads|ab|redis|torture|event_loop|unix|vfork|fd_reuse|dup|syscall|share|threads_repeat|eintr|agilestat|http|keys|listen_http|deepbind_stress|errqueue|fastopen|close_wait|alarm_timeout)"
 asan_preload_tests="$asan_preload_tests|fleet/(fleet_max|fleet_window|fleet_adaptive|fleet_failover|fleet_hostile|fleet_cluster)"
+# agilestat --serve under its scrapers and hostile clients.
+asan_preload_tests="$asan_preload_tests|tools/serve_scrapers"
 
 # The ThreadSanitizer runs, in build-tsan/.
 tsan_suite() {
