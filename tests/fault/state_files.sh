@@ -79,9 +79,12 @@ else
 fi
 
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null 2>&1; then
-	# Root ignores permission bits: the read-only file is tried as nobody.
+	# Root ignores permission bits: the read-only file is tried as nobody,
+	# with copies of the preload and the client that nobody can reach
+	# wherever the build tree is.
 	mkdir "$tmp/nobody"
-	chmod 0711 "$tmp"
+	shared_copy "$CLIENT"
+	PRELOAD=$SHARED_PRELOAD CLIENT=$tmp/shared/${CLIENT##*/}
 	chown 65534:65534 "$tmp/nobody"
 	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 	AGILE_STATE="$tmp/nobody/state" as_nobody env LD_PRELOAD="$PRELOAD" \

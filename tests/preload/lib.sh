@@ -232,6 +232,25 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
 # Run a command under the preload.
 preloaded() { LD_PRELOAD="$PRELOAD" "$@"; }
 
+# shared_copy FILE...: copies of the preload and of each FILE that another
+# user can run, in $tmp/shared (mode 0755; $tmp becomes 0711).  A test that
+# runs a program as another user must not depend on that user reaching the
+# build tree, which may sit in a private directory (a clone under /root,
+# mode 0700).  Sets SHARED_PRELOAD to the preload's copy (behind any
+# sanitizer runtime, which lives in a system directory); FILE's copy is
+# $tmp/shared/ followed by its base name.
+shared_copy() {
+	mkdir -p -m 0755 "$tmp/shared"
+	chmod 0711 "$tmp"
+	for file in "${PRELOAD##* }" "$@"; do
+		cp "$file" "$tmp/shared/"
+		chmod 0755 "$tmp/shared/${file##*/}"
+	done
+	SHARED_PRELOAD=${PRELOAD% *}
+	[ "$SHARED_PRELOAD" != "$PRELOAD" ] || SHARED_PRELOAD=""
+	SHARED_PRELOAD="${SHARED_PRELOAD:+$SHARED_PRELOAD }$tmp/shared/${PRELOAD##*/}"
+}
+
 # Evaluate a Python expression over the agilestat JSON document: `d` is the
 # destination named $1, `j` the whole document.  Prints the result.
 stat_json() {
