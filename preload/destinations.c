@@ -298,15 +298,26 @@ void agile__destinations_learn_hostent(const char *host,
 /* Open the state file once; on failure say so once.  Under attach_lock. */
 static void state_open_once(void)
 {
+	const struct agile_state_env env = {
+		.state = agile__env("AGILE_STATE"),
+		.runtime_dir = agile__env("XDG_RUNTIME_DIR"),
+		.home = agile__env("HOME"),
+	};
 	struct rlimit limit;
-	char why[160];
+	char why[256], note[512];
+	bool existed;
 	int rc;
 
 	if (state_tried)
 		return;
 	state_tried = 1;
-	agile_state_path(agile__env("AGILE_STATE"), state_path, sizeof(state_path));
-	rc = agile_state_open_rw(state_path, &state_map, why, sizeof(why));
+	why[0] = '\0';
+	rc = agile_state_path(&env, true, state_path, sizeof(state_path), note,
+	                      sizeof(note));
+	existed = access(state_path, F_OK) == 0;
+	if (rc == 0)
+		rc = agile_state_open_rw(state_path, &state_map, why,
+		                         sizeof(why));
 	if (rc == -EMFILE && agile__nofile_raise(&limit)) {
 		/* The program has used every descriptor it allows itself;
 		 * the file is closed again once mapped. */
@@ -315,23 +326,38 @@ static void state_open_once(void)
 		agile__nofile_restore(&limit);
 	}
 	if (rc < 0) {
+		/* The reason, when there is more to say than errno's text:
+		 * whose the file or the directory is. */
+		char reason[800];
+
+		snprintf(reason, sizeof(reason), "%s%s%s%s", strerror(-rc),
+		         note[0] != '\0' || why[0] != '\0' ? " (" : "",
+		         note[0] != '\0' ? note : why,
+		         note[0] != '\0' || why[0] != '\0' ? ")" : "");
 		/* Under AGILE_STRICT=1 the line says what happens next: the
 		 * program stops, it does not run on with a limiter of its
 		 * own. */
 		if (agile__strict()) {
 			agile__log(AGILE_LOG_ERROR, "cannot use state file %s: "
 			           "%s; AGILE_STRICT=1: stopping with exit "
-			           "status 2", state_path, strerror(-rc));
+			           "status 2", state_path, reason);
 			agile__strict_exit();
 		}
 		agile__log(AGILE_LOG_WARN, "cannot use state file %s: %s; each "
 		           "destination gets a per-process limiter (the budget "
 		           "is not shared between processes)", state_path,
-		           strerror(-rc));
+		           reason);
 		state_map.header = NULL;
 		return;
 	}
 	agile__log_attach(state_map.header);
+	/* A default place passed over: loudly from the process that made
+	 * the file in the next place (another user may be taking this
+	 * user's directory), quietly from every one after it, which share
+	 * the same file and budget. */
+	if (note[0] != '\0')
+		agile__log(existed ? AGILE_LOG_INFO : AGILE_LOG_WARN,
+		           "default state file: %s", note);
 	if (why[0] != '\0')
 		agile__log(AGILE_LOG_WARN, "state file %s was unusable (%s); "
 		           "replaced it with a fresh one", state_path, why);

@@ -137,6 +137,40 @@ static int install_fresh(const struct agile_shmfile_type *type,
 	return rc;
 }
 
+/*
+ * Whether `st` is a file this process may trust: a regular file owned by
+ * the real user.  The real uid, not the effective one, as for the default
+ * path (state.c): a root process that has seteuid()'d to another user
+ * still trusts only root's file.  Otherwise false, with why in `why`.
+ */
+static bool owned_file(const struct stat *st, char *why, size_t why_len)
+{
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(why, why_len, "not a regular file");
+		return false;
+	}
+	if (st->st_uid != getuid()) {
+		snprintf(why, why_len, "owned by uid %u, not by uid %u: another "
+		         "user may have written anything in it",
+		         (unsigned int)st->st_uid, (unsigned int)getuid());
+		return false;
+	}
+	return true;
+}
+
+/* Whether this process may create a file: one made while the effective
+ * uid differs from the real one would be owned by the wrong user, refused
+ * by every later process of the real one. */
+static bool may_create(char *why, size_t why_len)
+{
+	if (geteuid() == getuid())
+		return true;
+	snprintf(why, why_len, "the effective uid %u is not the real uid %u, "
+	         "so a file made now would be owned by the wrong user",
+	         (unsigned int)geteuid(), (unsigned int)getuid());
+	return false;
+}
+
 int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
                           const char *path, void **map, char *replaced_why,
                           size_t why_len)
@@ -155,6 +189,8 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
 		if (fd < 0) {
 			if (errno != ENOENT)
 				return -errno;
+			if (!may_create(replaced_why, why_len))
+				return -EPERM;
 			rc = install_fresh(type, path, 0);
 			if (rc < 0 && rc != -EEXIST)
 				return rc;
@@ -165,7 +201,7 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
 			close(fd);
 			return rc;
 		}
-		if (st.st_uid != geteuid() || !S_ISREG(st.st_mode)) {
+		if (!owned_file(&st, replaced_why, why_len)) {
 			close(fd);
 			return -EPERM;
 		}
@@ -186,6 +222,8 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
 			close(fd);
 			describe_size(type, st.st_size, why, sizeof(why));
 		}
+		if (!may_create(replaced_why, why_len))
+			return -EPERM;
 		snprintf(replaced_why, why_len, "%s", why);
 		rc = install_fresh(type, path, st.st_ino);
 		if (rc < 0 && rc != -ESTALE)
@@ -224,6 +262,12 @@ int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
 		         : S_ISFIFO(st.st_mode) ? "FIFO"
 		         : S_ISSOCK(st.st_mode) ? "socket" : "device");
 		return -EINVAL;
+	}
+	/* Another user's file could say anything: agilestat shows only the
+	 * real user's own, as the preload uses only those. */
+	if (!owned_file(&st, why, why_len)) {
+		close(fd);
+		return -EPERM;
 	}
 	if (type->ro_any_size ? (size_t)st.st_size < type->header_size
 	                      : (size_t)st.st_size != type->size) {

@@ -46,10 +46,12 @@ struct agile_shmfile_type {
  * Map the file at `path` read-write, `type->size` bytes at *map: create it
  * when absent, and replace it when it is the wrong size or validate rejects
  * it, up to four attempts when other processes race to do the same.  The
- * file must be a regular file owned by the effective user (-EPERM
- * otherwise); a symbolic link is refused (O_NOFOLLOW); files are created
- * 0600.  *replaced_why is set to the reason a file was replaced, "" when
- * none was.  Returns 0 or -errno; the descriptor is closed either way.
+ * file must be a regular file owned by the real user (-EPERM otherwise); a
+ * symbolic link is refused (O_NOFOLLOW); files are created 0600, and only
+ * by a process whose effective uid is its real one (-EPERM otherwise).
+ * On success *replaced_why is set to the reason a file was replaced, ""
+ * when none was; on -EPERM, to why the file was refused.  Returns 0 or
+ * -errno; the descriptor is closed either way.
  */
 int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
                           const char *path, void **map, char *replaced_why,
@@ -58,7 +60,8 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
 /*
  * Map an existing file read-only (agilestat): its whole length when
  * type->ro_any_size, else exactly type->size bytes.  Returns 0 with *map
- * and *size, -ENOENT when absent, -EINVAL with `why` when rejected, or
+ * and *size, -ENOENT when absent, -EPERM with `why` when it is not a
+ * regular file of the real user's, -EINVAL with `why` when rejected, or
  * another -errno.
  */
 int agile_shmfile_open_ro(const struct agile_shmfile_type *type,

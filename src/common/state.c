@@ -14,10 +14,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,16 +38,152 @@ _Static_assert(sizeof(struct agile_state_slot) % 64 == 0, "slot alignment");
 _Static_assert(AGILE_STATE_BOOT_ID_MAX == AGILE_SHMFILE_BOOT_ID_MAX,
                "boot id width");
 
-size_t agile_state_path(const char *env, char *buf, size_t len)
+/*
+ * Whether `dir` is a directory of `uid`'s that no other user can write
+ * into: owned by `uid`, reached without following a symbolic link at its
+ * last component, and with no group or other bits at all (`private`: the
+ * directory of the state file itself) or no group or other write bit (its
+ * parents in the home directory).  With `create`, it is made 0700 when
+ * absent.  Returns 0, or -errno with a phrase in `why`.
+ */
+static int owned_dir(const char *dir, bool create, bool private, uid_t uid,
+                     char *why, size_t why_len)
 {
-	int n;
+	struct stat st;
+	int fd, rc;
 
-	if (env != NULL && *env != '\0')
-		n = snprintf(buf, len, "%s", env);
-	else
-		n = snprintf(buf, len, "%s/agilepreload-%u.state",
-		             AGILE_STATE_DEFAULT_DIR, (unsigned int)getuid());
-	return n < 0 ? 0 : (size_t)n;
+	if (create && mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		rc = -errno;
+		snprintf(why, why_len, "%.200s: cannot create it: %s", dir,
+		         strerror(-rc));
+		return rc;
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(why, why_len, "%.200s: %s", dir,
+		         rc == -ELOOP || rc == -ENOTDIR
+		         ? "a symbolic link or not a directory" : strerror(-rc));
+		return rc;
+	}
+	rc = fstat(fd, &st) == 0 ? 0 : -errno;
+	close(fd);
+	if (rc < 0) {
+		snprintf(why, why_len, "%.200s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (st.st_uid != uid) {
+		snprintf(why, why_len, "%.200s belongs to uid %u, not to uid %u "
+		         "(another user made it)", dir, (unsigned int)st.st_uid,
+		         (unsigned int)uid);
+		return -EPERM;
+	}
+	if ((st.st_mode & (private ? 0077 : 0022)) != 0) {
+		snprintf(why, why_len, "%.200s has mode %04o, expected %s", dir,
+		         (unsigned int)(st.st_mode & 07777),
+		         private ? "0700" : "no group or other write bit");
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* `dir`/`name` into buf; -ENAMETOOLONG when it does not fit. */
+static int join(char *buf, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The last resort, $HOME/.cache/agilepreload/state: the one default place
+ * that no other user can name first, because they cannot write in the home
+ * directory.  Into `buf`, then checked (and made) as owned_dir says. */
+static int home_path(const char *home, bool create, uid_t uid, char *buf,
+                     size_t len, char *why, size_t why_len)
+{
+	char dir[4096];
+	int rc;
+
+	if (home == NULL || home[0] != '/') {
+		snprintf(why, why_len, "HOME is %s", home == NULL ? "not set"
+		         : "not an absolute path");
+		return -EINVAL;
+	}
+	if ((rc = join(dir, sizeof(dir), home, ".cache/agilepreload")) < 0 ||
+	    (rc = join(buf, len, dir, "state")) < 0)
+		return rc;
+	if ((rc = owned_dir(home, false, false, uid, why, why_len)) < 0 ||
+	    (rc = join(dir, sizeof(dir), home, ".cache")) < 0 ||
+	    (rc = owned_dir(dir, create, false, uid, why, why_len)) < 0 ||
+	    (rc = join(dir, sizeof(dir), home, ".cache/agilepreload")) < 0 ||
+	    (rc = owned_dir(dir, create, true, uid, why, why_len)) < 0)
+		return rc;
+	return 0;
+}
+
+int agile_state_path(const struct agile_state_env *env, bool create,
+                     char *buf, size_t len, char *note, size_t note_len)
+{
+	/* The real uid, for the directory's name and for its owner: a root
+	 * process that seteuid()s to another user still names root's
+	 * directory, and creates nothing there (it would be the other
+	 * user's, and root's next process would refuse it). */
+	uid_t uid = getuid();
+	bool reader = !create;
+	char shm[64], xdg_why[320], why[320], home_why[320];
+	int rc;
+
+	note[0] = '\0';
+	create = create && geteuid() == uid;
+	if (env->state != NULL && env->state[0] != '\0') {
+		int n = snprintf(buf, len, "%s", env->state);
+
+		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	}
+	xdg_why[0] = '\0';
+	/* Not a runtime directory of this user's (one inherited through
+	 * sudo, say): the next place is tried. */
+	if (env->runtime_dir != NULL && env->runtime_dir[0] != '\0' &&
+	    owned_dir(env->runtime_dir, false, true, uid, xdg_why,
+	              sizeof(xdg_why)) == 0)
+		return join(buf, len, env->runtime_dir, "agilepreload.state");
+	snprintf(shm, sizeof(shm), "%s/agilepreload-%u", AGILE_STATE_DEFAULT_DIR,
+	         (unsigned int)uid);
+	rc = owned_dir(shm, create, true, uid, why, sizeof(why));
+	if (rc == -ENOENT && !create) {
+		/* Not made yet, as far as a reader or a process that may not
+		 * make it can tell: the file is absent too, unless a preload
+		 * could not make the directory and moved to the home one. */
+		if (reader && home_path(env->home, false, uid, buf, len,
+		                        home_why, sizeof(home_why)) == 0 &&
+		    access(buf, F_OK) == 0) {
+			snprintf(note, note_len, "%s; using %s", why, buf);
+			return 0;
+		}
+		rc = 0;
+	}
+	if (rc == 0) {
+		if (xdg_why[0] != '\0')
+			snprintf(note, note_len, "XDG_RUNTIME_DIR: %s; using %s",
+			         xdg_why, shm);
+		return join(buf, len, shm, "state");
+	}
+	/* Another user made the directory first (anyone may write in
+	 * /dev/shm), or it cannot be made: a file in another user's
+	 * directory would be theirs to read and write, and a limiter of each
+	 * process's own would lift the ceiling.  Every process of this user
+	 * finds the same, so all of them move to the same place in the home
+	 * directory and still share one budget. */
+	rc = home_path(env->home, create, uid, buf, len, home_why,
+	               sizeof(home_why));
+	if (rc == 0 || (rc == -ENOENT && !create)) {
+		snprintf(note, note_len, "%s; using %s instead", why, buf);
+		return 0;
+	}
+	snprintf(note, note_len, "%s; and the fallback: %s", why, home_why);
+	if (join(buf, len, shm, "state") < 0)
+		buf[0] = '\0';
+	return rc;
 }
 
 static bool bounded_string(const char *s, size_t cap)

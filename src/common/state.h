@@ -21,8 +21,12 @@
  * each grant it takes, and one that fails is re-initialised in place
  * (agile_state_slot_repair), so the other slots keep their state.
  *
- * Default path: /dev/shm/agilepreload-<uid>.state (one file per user, mode
- * 0600), or the path in AGILE_STATE.
+ * Default path (one file per user, mode 0600, in a directory only that user
+ * can write; agile_state_path): $XDG_RUNTIME_DIR/agilepreload.state, else
+ * /dev/shm/agilepreload-<uid>/state, else, when another user made that
+ * directory first, $HOME/.cache/agilepreload/state; or the path in
+ * AGILE_STATE.  What the file trusts and who may write it: SECURITY in
+ * agilepreload(7).
  *
  *   offset  size   header (256 bytes)
  *        0     8   magic "AGILEST1"
@@ -183,9 +187,29 @@ agile_state_slot(const struct agile_state_map *m, unsigned int i)
 	                                   (size_t)i * m->header->slot_size);
 }
 
-/* `env` (the value of AGILE_STATE, NULL when unset), or the default path
- * for this user.  Returns the length (snprintf style). */
-size_t agile_state_path(const char *env, char *buf, size_t len);
+/* The environment agile_state_path reads, NULL when unset: the preload
+ * passes its own snapshot of it, agilestat getenv()'s. */
+struct agile_state_env {
+	const char *state;       /* AGILE_STATE */
+	const char *runtime_dir; /* XDG_RUNTIME_DIR */
+	const char *home;        /* HOME */
+};
+
+/*
+ * The state file's path into `buf`: env->state when set, else the first of
+ * these whose directory is the real user's (getuid(), never the effective
+ * one) and writable by no one else, checked with O_NOFOLLOW and fstat:
+ * $XDG_RUNTIME_DIR/agilepreload.state (mode 0700), then
+ * /dev/shm/agilepreload-<uid>/state (made 0700 when absent and `create`),
+ * then $HOME/.cache/agilepreload/state (made likewise).  Only a process
+ * whose effective uid is its real one creates a directory.  `note` gets ""
+ * or why a place was passed over ("/dev/shm/agilepreload-1000 belongs to
+ * uid 1001 ...; using ... instead"), which the caller should say.  Returns
+ * 0, or -errno when no place is usable (`buf` then holds the /dev/shm path,
+ * for messages, and `note` why).
+ */
+int agile_state_path(const struct agile_state_env *env, bool create,
+                     char *buf, size_t len, char *note, size_t note_len);
 
 /*
  * Check a mapping of `size` bytes against this build's layout and the

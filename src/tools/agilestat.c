@@ -611,7 +611,7 @@ static int serve_render(const char *path, enum agilestat_document doc,
 		return 0;
 	}
 	if (rc < 0) {
-		if (rc != -EINVAL)
+		if (rc != -EINVAL && rc != -EPERM)
 			snprintf(why, why_len, "%s", strerror(-rc));
 		return rc;
 	}
@@ -620,14 +620,33 @@ static int serve_render(const char *path, enum agilestat_document doc,
 	return 0;
 }
 
+/* The preload's default path (state.h), found by the same rules and owner
+ * checks but never created: a place passed over is said on stderr, since
+ * another user may be taking this user's directory. */
+static void default_path(char *path, size_t len)
+{
+	const struct agile_state_env env = {
+		.state = getenv("AGILE_STATE"),
+		.runtime_dir = getenv("XDG_RUNTIME_DIR"),
+		.home = getenv("HOME"),
+	};
+	char note[512];
+
+	if (agile_state_path(&env, false, path, len, note, sizeof(note)) < 0)
+		errx(1, "no usable state file location: %s", note);
+	if (note[0] != '\0')
+		warnx("default state file: %s", note);
+}
+
 static void usage(FILE *out)
 {
 	fprintf(out,
 	        "usage: agilestat [-s PATH] [-j | -p | -H | -c]\n"
 	        "       agilestat [-s PATH] -w SECONDS\n"
 	        "       agilestat [-s PATH] --serve ADDRESS\n"
-	        "  -s, --state PATH     state file (default: $AGILE_STATE or\n"
-	        "                       /dev/shm/agilepreload-<uid>.state)\n"
+	        "  -s, --state PATH     state file (default: $AGILE_STATE, else\n"
+	        "                       $XDG_RUNTIME_DIR/agilepreload.state, else\n"
+	        "                       /dev/shm/agilepreload-<uid>/state)\n"
 	        "  -j, --json           one JSON document\n"
 	        "  -p, --prometheus     Prometheus text exposition format\n"
 	        "  -w, --watch SECONDS  refresh in place, with sparklines\n"
@@ -669,11 +688,10 @@ int main(int argc, char **argv)
 	enum output output = OUT_TABLE;
 	unsigned int watch_seconds = 0;
 	const char *serve = NULL;
-	char path[4096], why[160];
+	char path[4096] = "", why[256];
 	const char *errstr;
 	int opt, rc;
 
-	agile_state_path(getenv("AGILE_STATE"), path, sizeof(path));
 	while ((opt = getopt_long(argc, argv, "s:jpw:HcS:h", longopts,
 	                          NULL)) != -1) {
 		switch (opt) {
@@ -697,6 +715,8 @@ int main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
+	if (path[0] == '\0')
+		default_path(path, sizeof(path));
 	if (optind != argc) {
 		warnx("unexpected argument \"%s\"; agilestat takes options "
 		      "only", argv[optind]);
@@ -720,7 +740,7 @@ int main(int argc, char **argv)
 	if (rc == -ENOENT)
 		errx(1, "%s: no state file (no program has used a configured "
 		     "destination yet; set AGILE_STATE or -s PATH)", path);
-	if (rc == -EINVAL)
+	if (rc == -EINVAL || rc == -EPERM)
 		errx(1, "%s: %s", path, why);
 	if (rc < 0)
 		errx(1, "%s: %s", path, strerror(-rc));
