@@ -115,6 +115,21 @@ static void read_view(const struct agile_state_slot *s, struct view *v)
 		v->blind = false;
 }
 
+/* A slot's name and destination as the terminal may be shown them
+ * (agilestat_text): the file is anyone's of this user's to write. */
+struct labels {
+	char name[AGILESTAT_TEXT_SIZE(AGILE_STATE_NAME_MAX)];
+	char dest[AGILESTAT_TEXT_SIZE(AGILE_STATE_DEST_MAX)];
+};
+
+static const struct labels *labels_of(const struct agile_state_slot *s,
+                                      struct labels *out)
+{
+	agilestat_text(s->name, out->name, sizeof(out->name));
+	agilestat_text(s->dest, out->dest, sizeof(out->dest));
+	return out;
+}
+
 static int compare_views(const void *a, const void *b)
 {
 	const struct view *x = a, *y = b;
@@ -228,9 +243,11 @@ static void print_table(const struct view *v, int n)
 		bool listener = __atomic_load_n(&v->slot->resilience.features,
 		                                __ATOMIC_ACQUIRE) &
 		                AGILE_FEATURE_INBOUND;
+		struct labels l;
 
-		printf("%s  %s  %s  live processes %d", v->slot->name,
-		       v->slot->dest, listener ? "listener"
+		labels_of(v->slot, &l);
+		printf("%s  %s  %s  live processes %d", l.name, l.dest,
+		       listener ? "listener"
 		       : v->slot->pace == 1 ? "pace=connect" : "pace=request",
 		       v->live);
 		for (int k = 0; k < v->live && k < 4; k++)
@@ -465,14 +482,16 @@ static void print_history(const struct view *v, int n)
 	for (int i = 0; i < n; i++) {
 		int count = ring_entries(v[i].slot, AGILE_STATE_RING, ticks);
 
-		for (int k = 0; k < count; k++)
-			printf("%s,%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu\n",
-			       v[i].slot->name, (double)ticks[k].unix_ns / 1e9,
+		for (int k = 0; k < count; k++) {
+			agilestat_csv_field(v[i].slot->name);
+			printf(",%.3f,%.3f,%.3f,%.3f,%.3f,%llu,%llu,%llu\n",
+			       (double)ticks[k].unix_ns / 1e9,
 			       ticks[k].rate, ticks[k].used,
 			       ms(ticks[k].p50_ns), ms(ticks[k].p99_ns),
 			       (unsigned long long)ticks[k].samples,
 			       (unsigned long long)ticks[k].unreachable,
 			       (unsigned long long)ticks[k].truncated);
+		}
 	}
 }
 
@@ -481,9 +500,11 @@ static void print_config(const struct view *v, int n)
 	char buf[4096];
 
 	for (int i = 0; i < n; i++) {
+		struct labels l;
+
+		labels_of(v[i].slot, &l);
 		agile_resolved_format(v[i].config, buf, sizeof(buf));
-		printf("%s%s  %s  pace=%s\n", i ? "\n" : "", v[i].slot->name,
-		       v[i].slot->dest,
+		printf("%s%s  %s  pace=%s\n", i ? "\n" : "", l.name, l.dest,
 		       v[i].slot->pace == 1 ? "connect" : "request");
 		for (char *line = strtok(buf, "\n"); line != NULL;
 		     line = strtok(NULL, "\n"))
@@ -524,7 +545,7 @@ static void watch(const char *path, unsigned int seconds)
 	struct view views[AGILE_STATE_SLOTS];
 	struct agile_state_tick ticks[AGILE_STATE_RING];
 	double rate[AGILE_STATE_RING], p99[AGILE_STATE_RING];
-	char why[160];
+	char why[256], shown_path[AGILESTAT_TEXT_SIZE(4096)];
 
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
@@ -535,8 +556,9 @@ static void watch(const char *path, unsigned int seconds)
 
 		/* Home the cursor and clear: refresh in place. */
 		printf("\033[H\033[2J");
-		printf("agilestat %s  every %us  %s", path, seconds,
-		       ctime(&now));
+		printf("agilestat %s  every %us  %s",
+		       agilestat_text(path, shown_path, sizeof(shown_path)),
+		       seconds, ctime(&now));
 		if (rc < 0) {
 			printf("%s\n", rc == -ENOENT ? "no state file yet"
 			                             : why);
@@ -555,8 +577,11 @@ static void watch(const char *path, unsigned int seconds)
 					rate[k] = ticks[k].rate;
 					p99[k] = (double)ticks[k].p99_ns;
 				}
+				struct labels l;
+
 				printf("\n%s, last %d ticks\n",
-				       views[i].slot->name, count);
+				       labels_of(views[i].slot, &l)->name,
+				       count);
 				sparkline("rate", rate, count, "/s", 1);
 				sparkline("p99", p99, count, "ms", 1e-6);
 			}
@@ -689,6 +714,7 @@ int main(int argc, char **argv)
 	unsigned int watch_seconds = 0;
 	const char *serve = NULL;
 	char path[4096] = "", why[256];
+	static char shown_path[AGILESTAT_TEXT_SIZE(4096)];
 	const char *errstr;
 	int opt, rc;
 
@@ -737,13 +763,14 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	rc = agile_state_open_ro(path, &m, why, sizeof(why));
+	agilestat_text(path, shown_path, sizeof(shown_path));
 	if (rc == -ENOENT)
 		errx(1, "%s: no state file (no program has used a configured "
-		     "destination yet; set AGILE_STATE or -s PATH)", path);
+		     "destination yet; set AGILE_STATE or -s PATH)", shown_path);
 	if (rc == -EINVAL || rc == -EPERM)
-		errx(1, "%s: %s", path, why);
+		errx(1, "%s: %s", shown_path, why);
 	if (rc < 0)
-		errx(1, "%s: %s", path, strerror(-rc));
+		errx(1, "%s: %s", shown_path, strerror(-rc));
 	emit(&m, path, output);
 	agile_state_close(&m);
 	if (fflush(stdout) != 0 || ferror(stdout))

@@ -140,9 +140,14 @@ void agilestat_fleet_table(const struct agile_state_slot *s)
 {
 	struct reading r;
 	char when[32];
+	char redis[AGILESTAT_TEXT_SIZE(sizeof(((struct agile_fleet_record *)0)->redis))];
+	char error[AGILESTAT_TEXT_SIZE(sizeof(((struct agile_fleet_record *)0)->last_error))];
 
 	if (!read_record(s, &r))
 		return;
+	/* The fleet file's text, like the state file's, is untrusted. */
+	agilestat_text(r.redis, redis, sizeof(redis));
+	agilestat_text(r.last_error, error, sizeof(error));
 	if (r.fleet_max > 0)
 		printf("  fleet %s: rate %.1f/s (fleet_max %lld)  this host "
 		       "%.1f/s (%.0f%%)", r.mode, r.fleet_rate,
@@ -153,14 +158,14 @@ void agilestat_fleet_table(const struct agile_state_slot *s)
 		printf("  window %d per %gs shared", (int)r.window,
 		       r.window_span_s);
 	printf("\n  fleet redis %s: %s  round trips %.1f/s (%llu)  hosts %u  "
-	       "longest wait %.1fms of %.0fms\n", r.redis,
+	       "longest wait %.1fms of %.0fms\n", redis,
 	       r.source == AGILE_FLEET_FROM_REDIS ? "ok" : "AWAY",
 	       r.round_trips_per_s, ULL(r.round_trips), r.hosts, r.max_wait_ms,
 	       r.timeout_ms);
 	since(r.since_unix_ns, when, sizeof(when));
 	if (r.source == AGILE_FLEET_FALLBACK)
 		printf("  FALLBACK since %s: local budget %.1f/s (%s)\n", when,
-		       r.fallback_rate, r.last_error);
+		       r.fallback_rate, error);
 	else if (r.source == AGILE_FLEET_NO_REDIS)
 		printf("  NO REDIS (AGILE_REDIS unset or unreadable): local "
 		       "budget %.1f/s\n", r.fallback_rate);

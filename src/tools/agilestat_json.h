@@ -1,17 +1,24 @@
 /*
- * agilestat_json.h - how agilestat's modules write a string into its --json
- * and --prometheus output, so the destinations' names and the fleet's Redis
- * address and error are escaped the one same way, and a Prometheus sample's
+ * agilestat_json.h - how agilestat's modules write a string from the state
+ * file: into its --json and --prometheus output, its table (a terminal) and
+ * its --history CSV, so the destinations' names and the fleet's Redis
+ * address and error are escaped the one same way; and a Prometheus sample's
  * value, so every module's counters and gauges print alike.
+ *
+ * Every string in the file is untrusted: any process of the user's can
+ * write there, a destination is written as the user wrote it, and a Unix
+ * socket's path is any bytes, escape sequences included.
  */
 #ifndef AGILESTAT_JSON_H
 #define AGILESTAT_JSON_H
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The replacement character, U+FFFD, in UTF-8. */
 #define AGILESTAT_REPLACEMENT "\xef\xbf\xbd"
@@ -78,6 +85,71 @@ static inline void agilestat_json_string(const char *s)
 			fwrite(s, 1, (size_t)len, stdout);
 		}
 		s += len;
+	}
+	putchar('"');
+}
+
+/* The size agilestat_text needs for a string of at most n bytes. */
+#define AGILESTAT_TEXT_SIZE(n) (4 * (size_t)(n) + 1)
+
+/*
+ * `s` made safe for a terminal, into `out` (AGILESTAT_TEXT_SIZE(strlen(s))
+ * bytes hold it all; a shorter `out` holds a cut copy): well-formed UTF-8
+ * is kept, but every control character (C0, DEL, and C1, U+0080 to U+009F,
+ * which terminals take for the start of an escape sequence too) and every
+ * byte that is not part of a well-formed character becomes \xNN, and '\'
+ * becomes "\\", so an escape can be told from the bytes it stands for.
+ * Returns `out`.
+ */
+static inline const char *agilestat_text(const char *s, char *out,
+                                         size_t out_len)
+{
+	size_t used = 0;
+
+	while (*s != '\0') {
+		const unsigned char *u = (const unsigned char *)s;
+		int len = agilestat_utf8_len(u);
+		bool escape = len == 0 || u[0] < 0x20 || u[0] == 0x7f ||
+		              (len == 2 && u[0] == 0xc2 && u[1] < 0xa0);
+		int n = escape ? (len == 0 ? 1 : len) : len;
+		size_t need = escape ? 4 * (size_t)n : u[0] == '\\' ? 2 : (size_t)n;
+
+		if (used + need >= out_len)
+			break;
+		if (escape)
+			for (int i = 0; i < n; i++)
+				used += (size_t)snprintf(out + used, 5,
+				                         "\\x%02x", u[i]);
+		else if (u[0] == '\\')
+			used += (size_t)snprintf(out + used, 3, "\\\\");
+		else {
+			memcpy(out + used, s, (size_t)n);
+			used += (size_t)n;
+		}
+		s += n;
+	}
+	if (out_len > 0)
+		out[used] = '\0';
+	return out;
+}
+
+/* `s` as one field of a CSV record on stdout (RFC 4180): escaped as
+ * agilestat_text does, then, when it holds a comma or a double quote,
+ * enclosed in double quotes with each double quote doubled. */
+static inline void agilestat_csv_field(const char *s)
+{
+	char text[AGILESTAT_TEXT_SIZE(256)];
+
+	agilestat_text(s, text, sizeof(text));
+	if (strpbrk(text, ",\"") == NULL) {
+		fputs(text, stdout);
+		return;
+	}
+	putchar('"');
+	for (const char *c = text; *c != '\0'; c++) {
+		if (*c == '"')
+			putchar('"');
+		putchar(*c);
 	}
 	putchar('"');
 }
