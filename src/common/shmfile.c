@@ -232,13 +232,59 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
 	return rc;
 }
 
+int agile_shmfile_read_fd(const struct agile_shmfile_type *type, int fd,
+                          off_t file_size, void **copy, size_t *size,
+                          char *why, size_t why_len)
+{
+	size_t want, got = 0;
+	void *p;
+	int rc;
+
+	why[0] = '\0';
+	if (type->ro_any_size ? file_size < (off_t)type->header_size
+	                      : file_size != (off_t)type->size) {
+		describe_size(type, file_size, why, why_len);
+		return -EINVAL;
+	}
+	/* A longer file of another build is judged by its first `size`
+	 * bytes, which hold all the judge reads. */
+	want = (size_t)file_size < type->size ? (size_t)file_size : type->size;
+	p = mmap(NULL, want, PROT_READ | PROT_WRITE,
+	         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	while (got < want) {
+		ssize_t n = pread(fd, (char *)p + got, want - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EINVAL;
+			if (n == 0)
+				snprintf(why, why_len, "truncated while being "
+				         "read: %zu of %lld bytes", got,
+				         (long long)file_size);
+			munmap(p, want);
+			return rc;
+		}
+		got += (size_t)n;
+	}
+	mprotect(p, want, PROT_READ);
+	rc = type->validate(p, want, why, why_len);
+	if (rc < 0) {
+		munmap(p, want);
+		return rc;
+	}
+	*copy = p;
+	*size = want;
+	return 0;
+}
+
 int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
                           const char *path, void **map, size_t *size,
                           char *why, size_t why_len)
 {
 	struct stat st;
-	size_t map_size;
-	void *p;
 	/* O_NONBLOCK: a FIFO named by mistake must not hang the reader in
 	 * open() until something writes to it; a regular file ignores it. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -269,24 +315,8 @@ int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
 		close(fd);
 		return -EPERM;
 	}
-	if (type->ro_any_size ? (size_t)st.st_size < type->header_size
-	                      : (size_t)st.st_size != type->size) {
-		close(fd);
-		describe_size(type, st.st_size, why, why_len);
-		return -EINVAL;
-	}
-	map_size = type->ro_any_size ? (size_t)st.st_size : type->size;
-	p = mmap(NULL, map_size, PROT_READ, MAP_SHARED, fd, 0);
-	rc = p == MAP_FAILED ? -errno : 0;
+	rc = agile_shmfile_read_fd(type, fd, st.st_size, map, size, why,
+	                           why_len);
 	close(fd);
-	if (rc < 0)
-		return rc;
-	rc = type->validate(p, map_size, why, why_len);
-	if (rc < 0) {
-		munmap(p, map_size);
-		return rc;
-	}
-	*map = p;
-	*size = map_size;
-	return 0;
+	return rc;
 }

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* Room for /proc/sys/kernel/random/boot_id (36 characters) and its NUL;
  * the width of the boot_id field of both file headers. */
@@ -58,14 +59,28 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
                           size_t why_len);
 
 /*
- * Map an existing file read-only (agilestat): its whole length when
- * type->ro_any_size, else exactly type->size bytes.  Returns 0 with *map
- * and *size, -ENOENT when absent, -EPERM with `why` when it is not a
- * regular file of the real user's, -EINVAL with `why` when rejected, or
- * another -errno.
+ * A private, read-only copy of an existing file (agilestat), to unmap with
+ * munmap(*map, *size): the first type->size bytes when type->ro_any_size
+ * (and the file is at least type->header_size long), else exactly
+ * type->size bytes.  The file is read with pread(), never mapped: a file
+ * mapped shared and truncated under its reader (any process of the user's
+ * can) kills the reader with SIGBUS at its next load; a short read is a
+ * rejection instead.  The copy is judged by validate.  Each value in it is
+ * as the kernel's copy found it, not an atomic load: a value being written
+ * at that instant may in principle be torn, which the checks of a slot
+ * (agile_rate_validate) show as damage.  Returns 0 with *map and *size,
+ * -ENOENT when absent, -EPERM with `why` when it is not a regular file of
+ * the real user's, -EINVAL with `why` when rejected, or another -errno.
  */
 int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
                           const char *path, void **map, size_t *size,
+                          char *why, size_t why_len);
+
+/* The reading and judging of agile_shmfile_open_ro, of the file open at
+ * `fd` whose fstat() gave `file_size`: tests/fuzz/ passes a size larger
+ * than the file holds, as if it were truncated after the fstat. */
+int agile_shmfile_read_fd(const struct agile_shmfile_type *type, int fd,
+                          off_t file_size, void **copy, size_t *size,
                           char *why, size_t why_len);
 
 /* The current boot's id, NUL-padded; an empty string when unreadable (a

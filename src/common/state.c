@@ -338,6 +338,22 @@ int agile_state_open_ro(const char *path, struct agile_state_map *out,
 	return 0;
 }
 
+int agile_state_read_fd(int fd, off_t file_size, struct agile_state_map *out,
+                        char *why, size_t why_len)
+{
+	void *map;
+	size_t size;
+	int rc = agile_shmfile_read_fd(&state_file, fd, file_size, &map, &size,
+	                               why, why_len);
+
+	if (rc < 0)
+		return rc;
+	out->header = map;
+	out->size = size;
+	out->writable = false;
+	return 0;
+}
+
 uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
                                  const char *dest, uint32_t pace,
                                  const struct agile_resilience_config *res)

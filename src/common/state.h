@@ -84,6 +84,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "agile.h"
 #include "resilience.h"
@@ -247,9 +248,17 @@ void agile_state_format(void *map, const char *boot_id,
 int agile_state_open_rw(const char *path, struct agile_state_map *out,
                         char *replaced_why, size_t why_len);
 
-/* Map an existing state file read-only (agilestat).  -ENOENT when absent,
- * -EINVAL with `why` when rejected. */
+/* A private read-only copy of an existing state file (agilestat), read
+ * with pread and never mapped shared (agile_shmfile_open_ro says why).
+ * -ENOENT when absent, -EPERM with `why` when another user's, -EINVAL with
+ * `why` when rejected. */
 int agile_state_open_ro(const char *path, struct agile_state_map *out,
+                        char *why, size_t why_len);
+
+/* The same of the file open at `fd` whose fstat() gave `file_size`
+ * (tests/fuzz/fuzz_agilestat.c: a size larger than the file is one
+ * truncated while agilestat reads it). */
+int agile_state_read_fd(int fd, off_t file_size, struct agile_state_map *out,
                         char *why, size_t why_len);
 
 void agile_state_close(struct agile_state_map *m);

@@ -6,10 +6,12 @@
  *   agilestat [-s PATH] --watch SECONDS
  *   agilestat [-s PATH] --serve ADDRESS    (agilestat_serve.c)
  *
- * The file is mapped read-only and never modified, so agilestat can run at
- * any moment next to the programs that write it; every value is read with
- * an atomic load (agile_rate_stats), so no value is torn, though values of
- * one destination may come from two neighbouring instants.
+ * The file is read into a private copy with pread and never modified, so
+ * agilestat can run at any moment next to the programs that write it, and a
+ * file truncated under it (any process of the user's can) is a rejection,
+ * not a SIGBUS; values of one destination may come from two neighbouring
+ * instants.  Every string in the file is untrusted and printed escaped
+ * (agilestat_json.h).
  */
 #include "config.h"
 
