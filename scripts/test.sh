@@ -382,10 +382,10 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 	make -C "$top/build-asan" -j"$jobs" FUZZ_LDFLAGS=-fsanitize=fuzzer \
 		tests/fuzz/fuzz_rules tests/fuzz/fuzz_state \
 		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http tests/fuzz/fuzz_env \
-		tests/fuzz/fuzz_http2 >/dev/null
+		tests/fuzz/fuzz_http2 tests/fuzz/fuzz_agilestat >/dev/null
 	# Two at a time, so that on CI's two cores each harness has a core for
 	# its whole run (four at once gave each half as many inputs).
-	harnesses=(rules state tls http env http2)
+	harnesses=(rules state tls http env http2 agilestat)
 	for ((wave = 0; wave < ${#harnesses[@]}; wave += 2)); do
 		pids=()
 		for harness in "${harnesses[@]:wave:2}"; do
