@@ -7,15 +7,17 @@
  * from here runs with its re-entrancy guard set, so the libc calls below go
  * straight to libc.
  *
- * Creation never exposes a half-written file: a fresh file is written under
- * a temporary name, filled, and then link()ed into place when no file exists
- * (so two processes racing to create agree on one winner: the loser's link
- * fails with EEXIST and it maps the winner's) or rename()d over a rejected
- * file (checked to be the very inode that was rejected, so a file another
- * process has just replaced is not replaced again).
+ * Creation never exposes a half-written file and never leaves one behind:
+ * a fresh file is made without a name (O_TMPFILE), filled, and then linked
+ * into place when no file exists (so two processes racing to create agree
+ * on one winner: the loser's link fails with EEXIST and it maps the
+ * winner's), or in place of a rejected file (checked to be the very inode
+ * that was rejected, so a file another process has just replaced is not
+ * replaced again); see install_fresh.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -73,56 +75,96 @@ static void describe_size(const struct agile_shmfile_type *type,
 		         (long long)file_size, type->size);
 }
 
-/* Write a fresh, empty, valid file at `tmp`. */
-static int write_fresh(const struct agile_shmfile_type *type, const char *tmp)
+/* Fill the empty file open at `fd` as a fresh, valid one. */
+static int write_fresh(const struct agile_shmfile_type *type, int fd)
 {
 	void *map;
-	int fd, rc;
+	int rc;
 
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
-	          0600);
-	if (fd < 0)
-		return -errno;
 	/* Reserve the blocks now: on a full tmpfs a later store into the
 	 * mapping would be a SIGBUS in the host program, not an error. */
 	rc = posix_fallocate(fd, 0, (off_t)type->size);
-	if (rc != 0) {
-		close(fd);
+	if (rc != 0)
 		return -rc;
-	}
 	map = mmap(NULL, type->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 	           0);
-	rc = map == MAP_FAILED ? -errno : 0;
-	close(fd);
-	if (rc < 0)
-		return rc;
+	if (map == MAP_FAILED)
+		return -errno;
 	/* The blocks are zero from posix_fallocate. */
 	type->format(map);
 	munmap(map, type->size);
 	return 0;
 }
 
-/*
- * Put a fresh file at `path`.  With rejected_ino == 0 the path must not
- * exist (link); otherwise it must still be that inode (rename over it).
- * Returns 0, or -errno; -EEXIST/-ESTALE mean "someone else got there first,
- * just open the path again".
- */
-static int install_fresh(const struct agile_shmfile_type *type,
+/* `path`'s directory into `dir` ("." for a bare name). */
+static int dir_of(const char *path, char *dir, size_t len)
+{
+	const char *slash = strrchr(path, '/');
+	size_t n = slash == NULL ? 1 : slash == path ? 1 : (size_t)(slash - path);
+
+	if (n >= len)
+		return -ENAMETOOLONG;
+	memcpy(dir, slash == NULL ? "." : path, n);
+	dir[n] = '\0';
+	return 0;
+}
+
+/* Remove the temporary files of `path` that processes killed while they
+ * created it left behind: "<path>.<pid>.<time>.tmp" whose pid is gone.
+ * Only the named fallback of install_fresh makes them. */
+static void clean_stale(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	char dir[4096];
+	struct dirent *e;
+	size_t base_len;
+	DIR *d;
+
+	base = base == NULL ? path : base + 1;
+	base_len = strlen(base);
+	if (dir_of(path, dir, sizeof(dir)) < 0 || (d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		size_t len = strlen(e->d_name);
+		char *end;
+		long pid;
+
+		if (len < base_len + 5 || strncmp(e->d_name, base, base_len) != 0 ||
+		    e->d_name[base_len] != '.' ||
+		    strcmp(e->d_name + len - 4, ".tmp") != 0)
+			continue;
+		pid = strtol(e->d_name + base_len + 1, &end, 10);
+		if (*end == '.' && pid > 0 && pid <= INT32_MAX &&
+		    !agile_shmfile_pid_alive((int32_t)pid))
+			unlinkat(dirfd(d), e->d_name, 0);
+	}
+	closedir(d);
+}
+
+/* The named way, where O_TMPFILE or /proc is missing: written under a
+ * temporary name, then linked or renamed into place.  A process killed
+ * meanwhile leaves the temporary file, which the next creator removes. */
+static int install_named(const struct agile_shmfile_type *type,
                          const char *path, ino_t rejected_ino)
 {
 	char tmp[4096];
 	struct timespec now;
 	struct stat st;
-	int rc;
+	int fd, rc;
 
+	clean_stale(path);
 	/* pid and time make the name unique among concurrent creators. */
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	if (snprintf(tmp, sizeof(tmp), "%s.%ld.%ld%09ld.tmp", path,
 	             (long)getpid(), (long)now.tv_sec, now.tv_nsec) >=
 	    (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	rc = write_fresh(type, tmp);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+	          0600);
+	if (fd < 0)
+		return -errno;
+	rc = write_fresh(type, fd);
+	close(fd);
 	if (rc < 0) {
 		unlink(tmp);
 		return rc;
@@ -134,6 +176,65 @@ static int install_fresh(const struct agile_shmfile_type *type,
 	else
 		rc = -ESTALE;
 	unlink(tmp);
+	return rc;
+}
+
+/*
+ * Put a fresh file at `path`.  With rejected_ino == 0 the path must not
+ * exist; otherwise it must still be that inode, which is replaced.
+ * Returns 0, or -errno; -EEXIST/-ESTALE mean "someone else got there first,
+ * just open the path again".
+ *
+ * The file is made without a name (O_TMPFILE in the path's directory),
+ * filled, and only then linked to `path` through /proc/self/fd (linkat
+ * with AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH): a process killed at any
+ * point leaves nothing behind.  A rejected file is unlinked first, then the
+ * link is made; a process that finds no file in between creates one too,
+ * and whichever link comes second fails with EEXIST, so all agree on one.
+ * Where the kernel or the file system has no O_TMPFILE, or /proc is not
+ * mounted, install_named does it with a temporary name.
+ */
+static int install_fresh(const struct agile_shmfile_type *type,
+                         const char *path, ino_t rejected_ino)
+{
+	char dir[4096], proc[64];
+	struct stat st;
+	int fd, rc;
+
+	if ((rc = dir_of(path, dir, sizeof(dir))) < 0)
+		return rc;
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		if (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)
+			return install_named(type, path, rejected_ino);
+		return -errno;
+	}
+	rc = write_fresh(type, fd);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if (rejected_ino != 0) {
+		if (lstat(path, &st) != 0 || st.st_ino != rejected_ino) {
+			close(fd);
+			return -ESTALE;
+		}
+		if (unlink(path) != 0 && errno != ENOENT) {
+			rc = -errno;
+			close(fd);
+			return rc;
+		}
+	}
+	rc = linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0
+	     ? 0 : -errno;
+	close(fd);
+	/* Another process put its fresh file there since the unlink. */
+	if (rc == -EEXIST && rejected_ino != 0)
+		rc = -ESTALE;
+	/* No /proc: the named way (the rejected file is gone already). */
+	if (rc == -ENOENT && access("/proc/self/fd", F_OK) != 0)
+		return install_named(type, path, 0);
 	return rc;
 }
 
