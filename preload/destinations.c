@@ -462,6 +462,12 @@ static struct agile_state_slot *attach(int dest)
 				agile__log(AGILE_LOG_INFO, "destination %s: "
 				           "configuration changed; its shared "
 				           "limiter was reset", r->name);
+			if (rc == AGILE_SLOT_RECLAIMED)
+				agile__log(AGILE_LOG_INFO, "destination %s: "
+				           "every slot of the state file was "
+				           "taken; it reclaimed the one no live "
+				           "process had used for longest",
+				           r->name);
 			return s;
 		}
 		if (rc == -EEXIST)
@@ -475,8 +481,10 @@ static struct agile_state_slot *attach(int dest)
 			           ? "AGILE_LISTEN_" : "AGILE_DEST_");
 		else
 			agile__log(AGILE_LOG_WARN, "destination %s: no slot in "
-			           "the state file (%s); this process gets its "
-			           "own limiter", r->name, strerror(-rc));
+			           "the state file (%s%s); this process gets "
+			           "its own limiter", r->name, strerror(-rc),
+			           rc == -ENOSPC ? ": a live process uses each "
+			           "of its 64" : "");
 		if (agile__strict())
 			agile__strict_exit();
 	}

@@ -495,6 +495,35 @@ static bool other_live_pid(const struct agile_state_slot *s, int32_t self,
 	return false;
 }
 
+/*
+ * The READY slot with no live process attached whose last tick is the
+ * oldest (the lowest index among equals, so that processes looking at the
+ * same file at once choose the same one), or NULL when every slot has a
+ * live process.  A slot's pids list the processes attached (up to 16; a
+ * slot with more lists 16 live ones), so an empty list means no process
+ * uses it.
+ */
+static struct agile_state_slot *reclaimable(const struct agile_state_map *m)
+{
+	struct agile_state_slot *best = NULL;
+	int64_t best_tick = INT64_MAX;
+
+	for (unsigned int i = 0; i < AGILE_STATE_SLOTS; i++) {
+		struct agile_state_slot *s = agile_state_slot(m, i);
+		int32_t pids[AGILE_STATE_PIDS];
+		int64_t tick = agile__load_i64(&s->last_tick_unix_ns);
+
+		if (agile__load_u64(&s->state) != AGILE_SLOT_READY ||
+		    agile_state_slot_live_pids(s, pids, AGILE_STATE_PIDS) > 0)
+			continue;
+		if (best == NULL || tick < best_tick) {
+			best = s;
+			best_tick = tick;
+		}
+	}
+	return best;
+}
+
 int agile_state_slot_acquire(const struct agile_state_map *m,
                              const char *name, const char *dest,
                              uint32_t pace, const struct agile_config *config,
@@ -511,11 +540,13 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 	if (rc < 0)
 		return rc;
 	hash = agile_state_config_hash(&resolved, dest, pace, res);
-	/* Linear probing from the name's home slot.  Slots are never freed
-	 * (only the whole file is recreated), so the first free slot on the
-	 * probe path proves the name is absent, and every process probing for
-	 * the same name claims that same slot: the CAS picks one initialiser
-	 * and the others wait for it and attach. */
+again:
+	/* Linear probing from the name's home slot.  A slot is never freed
+	 * (only the whole file is recreated, or a slot reclaimed for another
+	 * name once every slot is taken, which leaves none free), so the first
+	 * free slot on the probe path proves the name is absent, and every
+	 * process probing for the same name claims that same slot: the CAS
+	 * picks one initialiser and the others wait for it and attach. */
 	for (unsigned int k = 0; k < AGILE_STATE_SLOTS; k++) {
 		struct agile_state_slot *s =
 			agile_state_slot(m, (start + k) % AGILE_STATE_SLOTS);
@@ -581,7 +612,22 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 		*out = s;
 		return AGILE_SLOT_RECONFIGURED;
 	}
-	return -ENOSPC;
+	/* Every slot is taken and none is this name's: reclaim the one no
+	 * live process is attached to that ticked longest ago. */
+	{
+		struct agile_state_slot *victim = reclaimable(m);
+
+		if (victim == NULL)
+			return -ENOSPC;
+		rc = claim_and_init(victim, AGILE_SLOT_READY, name, dest, pace,
+		                    config, res, now_ns, now_unix_ns);
+		if (rc == -EAGAIN)
+			goto again; /* another process took it first */
+		if (rc < 0)
+			return rc;
+		*out = victim;
+		return AGILE_SLOT_RECLAIMED;
+	}
 }
 
 void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid)

@@ -274,14 +274,23 @@ uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
 enum agile_slot_result {
 	AGILE_SLOT_ATTACHED = 0, /* found the destination's slot */
 	AGILE_SLOT_CREATED,      /* claimed a free slot and initialised it */
-	AGILE_SLOT_RECONFIGURED  /* re-initialised: its configuration changed
+	AGILE_SLOT_RECONFIGURED, /* re-initialised: its configuration changed
 	                            and no other live process used it */
+	AGILE_SLOT_RECLAIMED     /* every slot was taken: the one no live
+	                            process used for longest was given to
+	                            this name */
 };
 
 /*
  * Find the slot named `name`, or claim and initialise one, with a CAS on its
- * state word.  Returns an enum agile_slot_result, or -ENOSPC (every slot
- * taken), -EBUSY (another process is initialising it and has not finished in
+ * state word.  When every slot is taken and none has the name, the slot no
+ * live process is attached to that ticked longest ago is re-initialised for
+ * it (AGILE_SLOT_RECLAIMED): the history of a destination nobody uses is
+ * what a new one costs.  Two processes reclaiming for the same new name at
+ * the same instant choose the same slot unless a process died or ticked
+ * between their looks; then the name has two slots until one is reclaimed
+ * again.  Returns an enum agile_slot_result, or -ENOSPC (every slot taken
+ * by a live process), -EBUSY (another process is initialising it and has not finished in
  * a reasonable time), -EEXIST (a live process uses it with a different
  * configuration; *other_pid says which), -EINVAL (the config cannot be
  * resolved).

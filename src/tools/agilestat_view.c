@@ -194,6 +194,35 @@ static void print_rate(const struct agilestat_view *v)
 	       (unsigned long long)v->truncated);
 }
 
+/* Views without a live process: the slots a new name may reclaim. */
+static int idle_views(const struct agilestat_view *v, int n)
+{
+	int idle = 0;
+
+	for (int i = 0; i < n; i++)
+		idle += v[i].live == 0;
+	return idle;
+}
+
+/* Whether a new destination still gets a slot, once every slot is taken. */
+static void print_full(const struct agilestat_view *v, int n)
+{
+	int idle = idle_views(v, n);
+
+	if (n < AGILE_STATE_SLOTS)
+		return;
+	if (idle > 0)
+		printf("\nstate file full: %d of %d slots; a new destination "
+		       "reclaims the one of the %d without a live process "
+		       "that ticked longest ago\n", n, AGILE_STATE_SLOTS,
+		       idle);
+	else
+		printf("\nSTATE FILE FULL: a live process uses each of its %d "
+		       "slots; a new destination gets a limiter of each "
+		       "process's own, not a shared budget\n",
+		       AGILE_STATE_SLOTS);
+}
+
 void agilestat_print_table(const struct agilestat_view *v, int n)
 {
 	if (n == 0) {
@@ -233,6 +262,7 @@ void agilestat_print_table(const struct agilestat_view *v, int n)
 		if (i + 1 < n)
 			printf("\n");
 	}
+	print_full(v - n, n);
 }
 
 /* The preload's messages a program's stderr could not take (state.h),
@@ -340,7 +370,8 @@ void agilestat_print_json(const struct agilestat_view *v, int n,
 		printf(",\"unsaid_last\":");
 		agilestat_json_string(last);
 	}
-	printf("}\n");
+	printf(",\"slots\":%d,\"slots_used\":%d,\"slots_idle\":%d}\n",
+	       AGILE_STATE_SLOTS, n, idle_views(v - n, n));
 }
 
 static void prom_labels(const struct agilestat_view *v)
