@@ -68,6 +68,11 @@ struct agile_state_slot *agile__dest_slots[AGILE_RULES_MAX];
 static int slot_shared[AGILE_RULES_MAX];
 static struct agile_resolved slot_config[AGILE_RULES_MAX];
 static struct agile_bucket_bounds slot_bounds[AGILE_RULES_MAX];
+/* A stricter configuration's slot of the same name (agile_state_stricter),
+ * and when it was last looked for: atomics, written by whichever thread
+ * takes a grant when a look is due. */
+static struct agile_state_slot *stricter_slot[AGILE_RULES_MAX];
+static int64_t stricter_checked_ns[AGILE_RULES_MAX];
 /* Whether this process has said that the slot was damaged: once is enough
  * on stderr, later repairs only at AGILE_LOG=info. */
 static int damage_reported[AGILE_RULES_MAX];
@@ -415,9 +420,41 @@ static void repair(int dest, struct agile_state_slot *s)
 	           state_path, index, r->name, why);
 }
 
+/* How often a process looks for a stricter configuration of its
+ * destinations' names (agile_state_stricter): a scan of the 64 slots and a
+ * kill(0) per attached process, once a second, from the first grant. */
+#define STRICTER_CHECK_NS AGILE_NS_PER_S
+/* A grant the stricter slot plans further ahead than this is taken for
+ * damage (that slot's own processes repair it at their next grant) and
+ * not waited for. */
+#define STRICTER_MAX_WAIT_NS (60 * AGILE_NS_PER_S)
+
+/* Destination `dest`'s stricter sibling slot, if any, found again at most
+ * once per STRICTER_CHECK_NS by whichever thread wins the stamp. */
+static struct agile_state_slot *stricter_of(int dest,
+                                            struct agile_state_slot *s,
+                                            int64_t now_ns)
+{
+	int64_t checked = __atomic_load_n(&stricter_checked_ns[dest],
+	                                  __ATOMIC_ACQUIRE);
+
+	if ((checked == 0 || now_ns - checked >= STRICTER_CHECK_NS) &&
+	    __atomic_compare_exchange_n(&stricter_checked_ns[dest], &checked,
+	                                now_ns, false, __ATOMIC_ACQ_REL,
+	                                __ATOMIC_ACQUIRE))
+		__atomic_store_n(&stricter_slot[dest],
+		                 agile_state_stricter(&state_map, s,
+		                                      slot_config[dest].max_rate),
+		                 __ATOMIC_RELEASE);
+	return __atomic_load_n(&stricter_slot[dest], __ATOMIC_ACQUIRE);
+}
+
 int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
                                  int64_t now_ns)
 {
+	struct agile_state_slot *stricter;
+	int64_t grant, other;
+
 	/* A grant reads the bucket and nothing else of the limiter, so the
 	 * bucket is all it checks: that keeps a damaged bucket from granting
 	 * past the ceiling or planning a grant decades ahead, for about a
@@ -430,7 +467,18 @@ int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
 		repair(dest, s);
 		now_ns = agile__now_ns();
 	}
-	return agile_rate_take(&s->limiter, now_ns);
+	grant = agile_rate_take(&s->limiter, now_ns);
+	/* Where a live process of a stricter configuration of this name
+	 * uses a slot of its own (max lowered during an incident), this
+	 * process's grant waits for that slot's too: the stricter ceiling
+	 * holds for both configurations together (state.h). */
+	stricter = slot_shared[dest] ? stricter_of(dest, s, now_ns) : NULL;
+	if (stricter != NULL) {
+		other = agile_rate_take(&stricter->limiter, now_ns);
+		if (other > grant && other - now_ns <= STRICTER_MAX_WAIT_NS)
+			grant = other;
+	}
+	return grant;
 }
 
 static struct agile_state_slot *attach(int dest)
@@ -462,6 +510,16 @@ static struct agile_state_slot *attach(int dest)
 				agile__log(AGILE_LOG_INFO, "destination %s: "
 				           "configuration changed; its shared "
 				           "limiter was reset", r->name);
+			if (rc == AGILE_SLOT_BESIDE)
+				agile__log(AGILE_LOG_WARN, "destination %s: "
+				           "process %d uses it with a different "
+				           "configuration (destination, pace or a "
+				           "setting of its %s variable); the "
+				           "processes of this one share a budget "
+				           "of their own beside it, and where the "
+				           "two meet the lower max holds for both",
+				           r->name, (int)other, r->inbound
+				           ? "AGILE_LISTEN_" : "AGILE_DEST_");
 			if (rc == AGILE_SLOT_RECLAIMED)
 				agile__log(AGILE_LOG_INFO, "destination %s: "
 				           "every slot of the state file was "
@@ -470,21 +528,11 @@ static struct agile_state_slot *attach(int dest)
 				           r->name);
 			return s;
 		}
-		if (rc == -EEXIST)
-			agile__log(AGILE_LOG_WARN, "destination %s: process %d "
-			           "uses it with a different configuration "
-			           "(destination, pace or a setting of its "
-			           "%s variable); this process gets its own "
-			           "limiter, not the shared budget, until no "
-			           "process of that configuration is left",
-			           r->name, (int)other, r->inbound
-			           ? "AGILE_LISTEN_" : "AGILE_DEST_");
-		else
-			agile__log(AGILE_LOG_WARN, "destination %s: no slot in "
-			           "the state file (%s%s); this process gets "
-			           "its own limiter", r->name, strerror(-rc),
-			           rc == -ENOSPC ? ": a live process uses each "
-			           "of its 64" : "");
+		agile__log(AGILE_LOG_WARN, "destination %s: no slot in the "
+		           "state file (%s%s); this process gets its own "
+		           "limiter", r->name, strerror(-rc),
+		           rc == -ENOSPC ? ": a live process uses each of its "
+		           "64" : "");
 		if (agile__strict())
 			agile__strict_exit();
 	}

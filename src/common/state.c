@@ -533,14 +533,18 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 {
 	unsigned int start = (unsigned int)(agile_shmfile_name_hash(name) %
 	                                      AGILE_STATE_SLOTS);
+	struct agile_state_slot *takeover;
 	struct agile_resolved resolved;
 	uint64_t hash;
+	bool beside;
 	int rc = resolve(config, &resolved);
 
 	if (rc < 0)
 		return rc;
 	hash = agile_state_config_hash(&resolved, dest, pace, res);
 again:
+	takeover = NULL;
+	beside = false;
 	/* Linear probing from the name's home slot.  A slot is never freed
 	 * (only the whole file is recreated, or a slot reclaimed for another
 	 * name once every slot is taken, which leaves none free), so the first
@@ -556,6 +560,11 @@ again:
 			uint64_t st = agile__load_u64(&s->state);
 
 			if (st == AGILE_SLOT_FREE) {
+				/* The configuration is absent: a slot of the
+				 * name's that no live process uses is taken
+				 * over before a free one is claimed. */
+				if (takeover != NULL)
+					goto take_over;
 				rc = claim_and_init(s, st, name, dest, pace,
 				                    config, res, now_ns,
 				                    now_unix_ns);
@@ -564,7 +573,8 @@ again:
 				if (rc < 0)
 					return rc;
 				*out = s;
-				return AGILE_SLOT_CREATED;
+				return beside ? AGILE_SLOT_BESIDE
+				              : AGILE_SLOT_CREATED;
 			}
 			if ((st & 0xff) == AGILE_SLOT_INIT) {
 				struct timespec ts = { 0, INIT_POLL_NS };
@@ -597,21 +607,18 @@ again:
 			*out = s;
 			return AGILE_SLOT_ATTACHED;
 		}
-		/* Same name, different configuration: take it over only when
-		 * nobody else is using the old one. */
+		/* Same name, another configuration.  A live process using it
+		 * keeps it, and this configuration's processes share a slot
+		 * of their own beside it, further on the probe path; one that
+		 * no live process uses is taken over, once the rest of the
+		 * path shows that this configuration has no slot yet. */
 		if (other_live_pid(s, (int32_t)getpid(), other_pid))
-			return -EEXIST;
-		rc = claim_and_init(s, AGILE_SLOT_READY, name, dest, pace,
-		                    config, res, now_ns, now_unix_ns);
-		if (rc == -EAGAIN) {
-			k--; /* it changed under us: look at it again */
-			continue;
-		}
-		if (rc < 0)
-			return rc;
-		*out = s;
-		return AGILE_SLOT_RECONFIGURED;
+			beside = true;
+		else if (takeover == NULL)
+			takeover = s;
 	}
+	if (takeover != NULL)
+		goto take_over;
 	/* Every slot is taken and none is this name's: reclaim the one no
 	 * live process is attached to that ticked longest ago. */
 	{
@@ -628,6 +635,42 @@ again:
 		*out = victim;
 		return AGILE_SLOT_RECLAIMED;
 	}
+take_over:
+	rc = claim_and_init(takeover, AGILE_SLOT_READY, name, dest, pace,
+	                    config, res, now_ns, now_unix_ns);
+	if (rc == -EAGAIN)
+		goto again; /* it changed under us: look again */
+	if (rc < 0)
+		return rc;
+	*out = takeover;
+	return AGILE_SLOT_RECONFIGURED;
+}
+
+struct agile_state_slot *agile_state_stricter(const struct agile_state_map *m,
+                                              const struct agile_state_slot *s,
+                                              double max_rate)
+{
+	struct agile_state_slot *best = NULL;
+	double best_max = max_rate;
+
+	for (unsigned int i = 0; i < AGILE_STATE_SLOTS; i++) {
+		struct agile_state_slot *x = agile_state_slot(m, i);
+		int32_t pids[AGILE_STATE_PIDS];
+		double max;
+
+		if (x == s || agile__load_u64(&x->state) != AGILE_SLOT_READY ||
+		    strncmp(x->name, s->name, sizeof(x->name)) != 0)
+			continue;
+		/* The stored ceiling, as its processes configured it; the
+		 * core takes grants from whatever the bucket holds. */
+		max = agile_rate_config(&x->limiter)->max_rate;
+		if (!(max > 0 && max < best_max) ||
+		    agile_state_slot_live_pids(x, pids, AGILE_STATE_PIDS) == 0)
+			continue;
+		best = x;
+		best_max = max;
+	}
+	return best;
 }
 
 void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid)

@@ -276,23 +276,33 @@ enum agile_slot_result {
 	AGILE_SLOT_CREATED,      /* claimed a free slot and initialised it */
 	AGILE_SLOT_RECONFIGURED, /* re-initialised: its configuration changed
 	                            and no other live process used it */
-	AGILE_SLOT_RECLAIMED     /* every slot was taken: the one no live
+	AGILE_SLOT_RECLAIMED,    /* every slot was taken: the one no live
 	                            process used for longest was given to
 	                            this name */
+	AGILE_SLOT_BESIDE        /* claimed a free slot for this configuration
+	                            beside the name's slot of another one that
+	                            a live process uses (*other_pid) */
 };
 
 /*
- * Find the slot named `name`, or claim and initialise one, with a CAS on its
- * state word.  When every slot is taken and none has the name, the slot no
- * live process is attached to that ticked longest ago is re-initialised for
- * it (AGILE_SLOT_RECLAIMED): the history of a destination nobody uses is
- * what a new one costs.  Two processes reclaiming for the same new name at
- * the same instant choose the same slot unless a process died or ticked
+ * Find the slot of `name` in this configuration (the config hash of
+ * `config`, `dest`, `pace` and `res`), or claim and initialise one, with a
+ * CAS on its state word.  A name has one slot per configuration that live
+ * processes use: when the configuration changes while a process of the old
+ * one lives (max lowered during an incident), the processes of the new one
+ * share a slot of their own (AGILE_SLOT_BESIDE) rather than each getting a
+ * limiter of its own; a slot of the name that no live process uses is
+ * taken over instead (AGILE_SLOT_RECONFIGURED).  Where two configurations
+ * meet, the stricter ceiling wins: see agile_state_stricter.  When every
+ * slot is taken and none has this configuration, the slot no live process
+ * is attached to that ticked longest ago is re-initialised for it
+ * (AGILE_SLOT_RECLAIMED): the history of a destination nobody uses is what
+ * a new one costs.  Two processes reclaiming for the same new name at the
+ * same instant choose the same slot unless a process died or ticked
  * between their looks; then the name has two slots until one is reclaimed
  * again.  Returns an enum agile_slot_result, or -ENOSPC (every slot taken
- * by a live process), -EBUSY (another process is initialising it and has not finished in
- * a reasonable time), -EEXIST (a live process uses it with a different
- * configuration; *other_pid says which), -EINVAL (the config cannot be
+ * by a live process), -EBUSY (another process is initialising it and has
+ * not finished in a reasonable time), -EINVAL (the config cannot be
  * resolved).
  */
 int agile_state_slot_acquire(const struct agile_state_map *m,
@@ -318,6 +328,17 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 int agile_state_slot_repair(struct agile_state_slot *s,
                             const struct agile_config *config,
                             int64_t now_ns, char *why, size_t why_len);
+
+/*
+ * The slot of another configuration of `s`'s name whose stored ceiling is
+ * below `max_rate` and that a live process uses, the lowest such; NULL when
+ * there is none.  A process of the looser configuration takes its grants
+ * from both (agile__destinations_take), so where two configurations meet,
+ * the stricter ceiling holds for the processes of both.
+ */
+struct agile_state_slot *agile_state_stricter(const struct agile_state_map *m,
+                                              const struct agile_state_slot *s,
+                                              double max_rate);
 
 /* Initialise a slot outside any file (the per-process fallback). */
 int agile_state_slot_init(struct agile_state_slot *s, const char *name,

@@ -181,7 +181,9 @@ expect_status "AGILE_LOG=error" 0 "$status"
 expect_empty "AGILE_LOG=error: no warnings" "$tmp/err"
 
 # Two live processes that configure one NAME differently cannot share its
-# limiter: the second is told which variable to look at and what it gets.
+# limiter: the second is told which variable to look at and what it gets
+# (a budget its configuration's processes share, the lower max holding for
+# both; tests/fault/max_lowered.sh shows it).
 run_preloaded "AGILE_DEST_API=127.0.0.1:$closed_port max=5" \
 	python3 -c "$connect_once
 import time; open('$tmp/first', 'w').close(); time.sleep(3)" \
@@ -197,7 +199,7 @@ expect_status "a second configuration" 0 "$status"
 # $! is the shell running the function; the pid in the line is python's.
 sed 's/process [0-9]* uses/process PID uses/' "$tmp/err" >"$tmp/err.pid"
 expect_file "a second configuration: the warning" "$tmp/err.pid" <<'EOF'
-agilepreload: destination api: process PID uses it with a different configuration (destination, pace or a setting of its AGILE_DEST_ variable); this process gets its own limiter, not the shared budget, until no process of that configuration is left
+agilepreload: destination api: process PID uses it with a different configuration (destination, pace or a setting of its AGILE_DEST_ variable); the processes of this one share a budget of their own beside it, and where the two meet the lower max holds for both
 EOF
 
 # --- 5. agilerun refuses the same mistakes before running anything ----------
