@@ -404,10 +404,12 @@ static void repair(int dest, struct agile_state_slot *s)
 {
 	const struct agile_rule *r = &rules.rule[dest];
 	char why[sizeof(((struct agile_problem *)0)->message)];
+	/* By this build's sizes, not the header's, which a process can
+	 * overwrite under the mapping (a slot_size of 0 would divide by 0). */
 	size_t offset = (size_t)((char *)s - (char *)state_map.header) -
-	                state_map.header->header_size;
+	                sizeof(struct agile_state_header);
 	unsigned int index = (unsigned int)(offset /
-	                                    state_map.header->slot_size);
+	                                    sizeof(struct agile_state_slot));
 
 	if (agile_state_slot_repair(s, &r->config, agile__now_ns(), why,
 	                            sizeof(why)) <= 0)

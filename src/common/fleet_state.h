@@ -181,12 +181,16 @@ struct agile_fleet_map {
 	size_t size;
 };
 
+/* Record i, by this build's sizes (which a file must state exactly to be
+ * used), never by the header's fields, which a process can overwrite under
+ * a mapping in use. */
 static inline struct agile_fleet_record *
 agile_fleet_record(const struct agile_fleet_map *m, unsigned int i)
 {
 	return (struct agile_fleet_record *)((char *)m->header +
-	                                     m->header->header_size +
-	                                     (size_t)i * m->header->record_size);
+	                                     sizeof(struct agile_fleet_header) +
+	                                     (size_t)i *
+	                                     sizeof(struct agile_fleet_record));
 }
 
 /* The companion path of a state file path, snprintf-style. */

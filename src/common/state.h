@@ -179,13 +179,17 @@ struct agile_state_map {
 	bool writable;
 };
 
-/* Slot i of a mapped file. */
+/* Slot i of a mapped file.  By this build's sizes, which a file must
+ * state exactly to be used (agile_state_validate), never by the header's
+ * fields: any process of the user's can overwrite those under a mapping
+ * in use, and a slot found through them could lie outside it. */
 static inline struct agile_state_slot *
 agile_state_slot(const struct agile_state_map *m, unsigned int i)
 {
 	return (struct agile_state_slot *)((char *)m->header +
-	                                   m->header->header_size +
-	                                   (size_t)i * m->header->slot_size);
+	                                   sizeof(struct agile_state_header) +
+	                                   (size_t)i *
+	                                   sizeof(struct agile_state_slot));
 }
 
 /* The environment agile_state_path reads, NULL when unset: the preload

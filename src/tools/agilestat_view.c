@@ -106,7 +106,7 @@ int agilestat_read_views(const struct agile_state_map *m,
 {
 	int n = 0;
 
-	for (unsigned int i = 0; i < m->header->slot_count; i++) {
+	for (unsigned int i = 0; i < AGILE_STATE_SLOTS; i++) {
 		const struct agile_state_slot *s = agile_state_slot(m, i);
 
 		if (load_u64(&s->state) == AGILE_SLOT_READY)
