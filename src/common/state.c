@@ -1,6 +1,10 @@
 /*
- * state.c - create, validate, map and allocate slots in the state file
- * (layout in state.h).
+ * state.c - find, create, validate, map and allocate slots in the state
+ * file (layout in state.h).
+ *
+ * The default path is chosen here, for the preload and agilestat alike
+ * (agile_state_path): a directory only the real user can write, checked
+ * with O_NOFOLLOW and fstat, since anyone may create names in /dev/shm.
  *
  * Nothing here prints or reads the preload's globals: the preload and
  * agilestat both link this file, and the caller decides what to say about a
