@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <gnu/lib-names.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,14 +301,31 @@ void agile__destinations_learn_hostent(const char *host,
 	pthread_mutex_unlock(&learn_lock);
 }
 
+/* The real user's home directory from the password database, for the
+ * state file's last default place (agile_state_path asks only when another
+ * user has taken the /dev/shm directory).  Not $HOME: the preload reads no
+ * variable but its own, and every process of the user must agree.  Under
+ * attach_lock, which guards the buffer; the re-entrancy guard is set, so
+ * what NSS does goes straight to libc. */
+static const char *home_of_user(void)
+{
+	static char buf[4096];
+	struct passwd pw, *found = NULL;
+
+	if (getpwuid_r(getuid(), &pw, buf, sizeof(buf), &found) != 0 ||
+	    found == NULL)
+		return NULL;
+	return pw.pw_dir;
+}
+
+const char *agile__destinations_state_path(void)
+{
+	return state_path;
+}
+
 /* Open the state file once; on failure say so once.  Under attach_lock. */
 static void state_open_once(void)
 {
-	const struct agile_state_env env = {
-		.state = agile__env("AGILE_STATE"),
-		.runtime_dir = agile__env("XDG_RUNTIME_DIR"),
-		.home = agile__env("HOME"),
-	};
 	struct rlimit limit;
 	char why[256], note[512];
 	bool existed;
@@ -317,7 +335,8 @@ static void state_open_once(void)
 		return;
 	state_tried = 1;
 	why[0] = '\0';
-	rc = agile_state_path(&env, true, state_path, sizeof(state_path), note,
+	rc = agile_state_path(agile__env("AGILE_STATE"), home_of_user, true,
+	                      state_path, sizeof(state_path), note,
 	                      sizeof(note));
 	existed = access(state_path, F_OK) == 0;
 	if (rc == 0)

@@ -110,6 +110,10 @@ void agile__destinations_learn_addrinfo(const char *host,
 void agile__destinations_learn_hostent(const char *host,
                                        const struct hostent *he);
 
+/* The state file's path, as the first attach found it (agile_state_path);
+ * "" before.  The fleet file sits beside it. */
+const char *agile__destinations_state_path(void);
+
 /* What agile__destinations_tick does out of line: the fleet's tick, the
  * check of the limiter and the control step. */
 void agile__destinations_tick_slow(int dest, struct agile_state_slot *s,

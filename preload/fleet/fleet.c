@@ -257,23 +257,16 @@ void agile__fleet_load(const struct agile_rules *parsed,
 /* The fleet file, mapped once per process; NULL when it cannot be. */
 static void fleet_map_once(void)
 {
-	const struct agile_state_env env = {
-		.state = agile__env("AGILE_STATE"),
-		.runtime_dir = agile__env("XDG_RUNTIME_DIR"),
-		.home = agile__env("HOME"),
-	};
-	char state_path[4096], path[4200], why[256], note[512];
-	int rc;
+	char path[4200], why[256];
+	int rc = -ENOENT;
 
 	if (fleet_map_tried)
 		return;
 	fleet_map_tried = 1;
-	/* Beside the state file; the state file's line has said already
-	 * where that is and why. */
-	rc = agile_state_path(&env, true, state_path, sizeof(state_path), note,
-	                      sizeof(note));
-	agile_fleet_path(state_path, path, sizeof(path));
-	if (rc == 0)
+	/* Beside the state file, which the destination's attach has found
+	 * (and said where, and why) before its fleet is set up. */
+	agile_fleet_path(agile__destinations_state_path(), path, sizeof(path));
+	if (agile__destinations_state_path()[0] != '\0')
 		rc = agile_fleet_open_rw(path, &fleet_map, why, sizeof(why));
 	if (rc < 0) {
 		agile__log(AGILE_LOG_WARN, "cannot use fleet file %s: %s; this "

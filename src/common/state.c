@@ -99,7 +99,7 @@ static int join(char *buf, size_t len, const char *dir, const char *name)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-/* The last resort, $HOME/.cache/agilepreload/state: the one default place
+/* The last resort, <home>/.cache/agilepreload/state: the one default place
  * that no other user can name first, because they cannot write in the home
  * directory.  Into `buf`, then checked (and made) as owned_dir says. */
 static int home_path(const char *home, bool create, uid_t uid, char *buf,
@@ -109,8 +109,8 @@ static int home_path(const char *home, bool create, uid_t uid, char *buf,
 	int rc;
 
 	if (home == NULL || home[0] != '/') {
-		snprintf(why, why_len, "HOME is %s", home == NULL ? "not set"
-		         : "not an absolute path");
+		snprintf(why, why_len, "the home directory %s", home == NULL
+		         ? "is unknown" : "is not an absolute path");
 		return -EINVAL;
 	}
 	if ((rc = join(dir, sizeof(dir), home, ".cache/agilepreload")) < 0 ||
@@ -125,8 +125,9 @@ static int home_path(const char *home, bool create, uid_t uid, char *buf,
 	return 0;
 }
 
-int agile_state_path(const struct agile_state_env *env, bool create,
-                     char *buf, size_t len, char *note, size_t note_len)
+int agile_state_path(const char *state_env, const char *(*home_of)(void),
+                     bool create, char *buf, size_t len, char *note,
+                     size_t note_len)
 {
 	/* The real uid, for the directory's name and for its owner: a root
 	 * process that seteuid()s to another user still names root's
@@ -134,23 +135,22 @@ int agile_state_path(const struct agile_state_env *env, bool create,
 	 * user's, and root's next process would refuse it). */
 	uid_t uid = getuid();
 	bool reader = !create;
-	char shm[64], xdg_why[320], why[320], home_why[320];
+	char run[64], shm[64], why[320], home_why[320];
 	int rc;
 
 	note[0] = '\0';
 	create = create && geteuid() == uid;
-	if (env->state != NULL && env->state[0] != '\0') {
-		int n = snprintf(buf, len, "%s", env->state);
+	if (state_env != NULL && state_env[0] != '\0') {
+		int n = snprintf(buf, len, "%s", state_env);
 
 		return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 	}
-	xdg_why[0] = '\0';
-	/* Not a runtime directory of this user's (one inherited through
-	 * sudo, say): the next place is tried. */
-	if (env->runtime_dir != NULL && env->runtime_dir[0] != '\0' &&
-	    owned_dir(env->runtime_dir, false, true, uid, xdg_why,
-	              sizeof(xdg_why)) == 0)
-		return join(buf, len, env->runtime_dir, "agilepreload.state");
+	/* The runtime directory, when there is one and it is this user's
+	 * alone; the preload never makes it. */
+	snprintf(run, sizeof(run), "%s/%u", AGILE_STATE_RUNTIME_ROOT,
+	         (unsigned int)uid);
+	if (owned_dir(run, false, true, uid, why, sizeof(why)) == 0)
+		return join(buf, len, run, "agilepreload.state");
 	snprintf(shm, sizeof(shm), "%s/agilepreload-%u", AGILE_STATE_DEFAULT_DIR,
 	         (unsigned int)uid);
 	rc = owned_dir(shm, create, true, uid, why, sizeof(why));
@@ -158,7 +158,7 @@ int agile_state_path(const struct agile_state_env *env, bool create,
 		/* Not made yet, as far as a reader or a process that may not
 		 * make it can tell: the file is absent too, unless a preload
 		 * could not make the directory and moved to the home one. */
-		if (reader && home_path(env->home, false, uid, buf, len,
+		if (reader && home_path(home_of(), false, uid, buf, len,
 		                        home_why, sizeof(home_why)) == 0 &&
 		    access(buf, F_OK) == 0) {
 			snprintf(note, note_len, "%s; using %s", why, buf);
@@ -166,19 +166,15 @@ int agile_state_path(const struct agile_state_env *env, bool create,
 		}
 		rc = 0;
 	}
-	if (rc == 0) {
-		if (xdg_why[0] != '\0')
-			snprintf(note, note_len, "XDG_RUNTIME_DIR: %s; using %s",
-			         xdg_why, shm);
+	if (rc == 0)
 		return join(buf, len, shm, "state");
-	}
 	/* Another user made the directory first (anyone may write in
 	 * /dev/shm), or it cannot be made: a file in another user's
 	 * directory would be theirs to read and write, and a limiter of each
 	 * process's own would lift the ceiling.  Every process of this user
 	 * finds the same, so all of them move to the same place in the home
 	 * directory and still share one budget. */
-	rc = home_path(env->home, create, uid, buf, len, home_why,
+	rc = home_path(home_of(), create, uid, buf, len, home_why,
 	               sizeof(home_why));
 	if (rc == 0 || (rc == -ENOENT && !create)) {
 		snprintf(note, note_len, "%s; using %s instead", why, buf);

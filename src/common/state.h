@@ -22,9 +22,9 @@
  * (agile_state_slot_repair), so the other slots keep their state.
  *
  * Default path (one file per user, mode 0600, in a directory only that user
- * can write; agile_state_path): $XDG_RUNTIME_DIR/agilepreload.state, else
+ * can write; agile_state_path): /run/user/<uid>/agilepreload.state, else
  * /dev/shm/agilepreload-<uid>/state, else, when another user made that
- * directory first, $HOME/.cache/agilepreload/state; or the path in
+ * directory first, ~/.cache/agilepreload/state; or the path in
  * AGILE_STATE.  What the file trusts and who may write it: SECURITY in
  * agilepreload(7).
  *
@@ -99,6 +99,7 @@
 #define AGILE_STATE_BOOT_ID_MAX 40
 #define AGILE_STATE_READY UINT64_C(0x5245414459) /* "READY" */
 #define AGILE_STATE_DEFAULT_DIR "/dev/shm"
+#define AGILE_STATE_RUNTIME_ROOT "/run/user" /* + /<uid>: systemd's */
 
 /* Slot state word values. */
 #define AGILE_SLOT_FREE UINT64_C(0)
@@ -192,29 +193,30 @@ agile_state_slot(const struct agile_state_map *m, unsigned int i)
 	                                   sizeof(struct agile_state_slot));
 }
 
-/* The environment agile_state_path reads, NULL when unset: the preload
- * passes its own snapshot of it, agilestat getenv()'s. */
-struct agile_state_env {
-	const char *state;       /* AGILE_STATE */
-	const char *runtime_dir; /* XDG_RUNTIME_DIR */
-	const char *home;        /* HOME */
-};
-
 /*
- * The state file's path into `buf`: env->state when set, else the first of
- * these whose directory is the real user's (getuid(), never the effective
- * one) and writable by no one else, checked with O_NOFOLLOW and fstat:
- * $XDG_RUNTIME_DIR/agilepreload.state (mode 0700), then
+ * The state file's path into `buf`: `state_env` (AGILE_STATE) when set and
+ * not empty, else the first of these whose directory is the real user's
+ * (getuid(), never the effective one) and writable by no one else, checked
+ * with O_NOFOLLOW and fstat: /run/user/<uid>/agilepreload.state (the
+ * runtime directory systemd makes, mode 0700), then
  * /dev/shm/agilepreload-<uid>/state (made 0700 when absent and `create`),
- * then $HOME/.cache/agilepreload/state (made likewise).  Only a process
- * whose effective uid is its real one creates a directory.  `note` gets ""
- * or why a place was passed over ("/dev/shm/agilepreload-1000 belongs to
- * uid 1001 ...; using ... instead"), which the caller should say.  Returns
- * 0, or -errno when no place is usable (`buf` then holds the /dev/shm path,
- * for messages, and `note` why).
+ * then <home>/.cache/agilepreload/state (made likewise), <home> being what
+ * home_of() returns for the real user (NULL: none), asked only then.
+ *
+ * No other variable of the environment is read, XDG_RUNTIME_DIR and HOME
+ * included: every process of a user must find the same file whatever its
+ * environment (a cron job's, or one the program cleared), and the preload
+ * reads only its snapshot of the AGILE_ variables.
+ *
+ * Only a process whose effective uid is its real one creates a directory.
+ * `note` gets "" or why a place was passed over ("/dev/shm/agilepreload-1000
+ * belongs to uid 1001 ...; using ... instead"), which the caller should
+ * say.  Returns 0, or -errno when no place is usable (`buf` then holds the
+ * /dev/shm path, for messages, and `note` why).
  */
-int agile_state_path(const struct agile_state_env *env, bool create,
-                     char *buf, size_t len, char *note, size_t note_len);
+int agile_state_path(const char *state_env, const char *(*home_of)(void),
+                     bool create, char *buf, size_t len, char *note,
+                     size_t note_len);
 
 /*
  * Check a mapping of `size` bytes against this build's layout and the

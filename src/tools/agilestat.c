@@ -18,6 +18,7 @@
 #include <err.h>
 #include <errno.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -174,16 +175,20 @@ static int serve_render(const char *path, enum agilestat_document doc,
 /* The preload's default path (state.h), found by the same rules and owner
  * checks but never created: a place passed over is said on stderr, since
  * another user may be taking this user's directory. */
+/* The real user's home directory, as the preload finds it. */
+static const char *home_of_user(void)
+{
+	const struct passwd *pw = getpwuid(getuid());
+
+	return pw != NULL ? pw->pw_dir : NULL;
+}
+
 static void default_path(char *path, size_t len)
 {
-	const struct agile_state_env env = {
-		.state = getenv("AGILE_STATE"),
-		.runtime_dir = getenv("XDG_RUNTIME_DIR"),
-		.home = getenv("HOME"),
-	};
 	char note[512];
 
-	if (agile_state_path(&env, false, path, len, note, sizeof(note)) < 0)
+	if (agile_state_path(getenv("AGILE_STATE"), home_of_user, false, path,
+	                     len, note, sizeof(note)) < 0)
 		errx(1, "no usable state file location: %s", note);
 	if (note[0] != '\0')
 		warnx("default state file: %s", note);
@@ -196,7 +201,7 @@ static void usage(FILE *out)
 	        "       agilestat [-s PATH] -w SECONDS\n"
 	        "       agilestat [-s PATH] --serve ADDRESS\n"
 	        "  -s, --state PATH     state file (default: $AGILE_STATE, else\n"
-	        "                       $XDG_RUNTIME_DIR/agilepreload.state, else\n"
+	        "                       /run/user/<uid>/agilepreload.state, else\n"
 	        "                       /dev/shm/agilepreload-<uid>/state)\n"
 	        "  -j, --json           one JSON document\n"
 	        "  -p, --prometheus     Prometheus text exposition format\n"

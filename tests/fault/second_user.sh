@@ -8,8 +8,9 @@
 # default state directory in /dev/shm (mode 0777) and, in it and at the
 # old default path, state files it wrote itself with a destination named
 # "fake" (today's preload and the one before it each find one of them).
-# Then three of the victim's processes, with no AGILE_STATE and no
-# XDG_RUNTIME_DIR, make five requests each at once to a destination at
+# Then three of the victim's processes, with no AGILE_STATE (and
+# XDG_RUNTIME_DIR and HOME pointing at the attacker's directory, which the
+# preload ignores), make five requests each at once to a destination at
 # floor=max=5: they must share one budget (15 requests take at least 14
 # intervals of 200 ms, less 5%; with a limiter each, as before, they took
 # 0.8 s) in the one place the attacker cannot name first, the victim's
@@ -45,7 +46,9 @@ remove_users() {
 }
 trap 'st=$?; remove_users; cleanup "$st"' EXIT
 for user in "$victim" "$attacker"; do
-	useradd --no-create-home --home-dir /nonexistent --shell /bin/sh \
+	home=/nonexistent
+	[ "$user" != "$victim" ] || home=$tmp/home
+	useradd --no-create-home --home-dir "$home" --shell /bin/sh \
 		--user-group "$user" 2>"$tmp/useradd.err" ||
 		skip "useradd $user: $(cat "$tmp/useradd.err")"
 	made_users="$made_users $user"
@@ -72,12 +75,17 @@ for state in "$dir/state" "$dir.state"; do
 	chmod 0666 "$state"
 done
 
+# The environment does not choose the place: a runtime directory and a
+# home the attacker names are ignored (the victim's home is its passwd
+# entry's).
+hostile_env="XDG_RUNTIME_DIR=$dir HOME=$dir"
+
 # victim_run NAME: the three processes at once, then agilestat.
 victim_run() {
 	name=$1
 	start=$(python3 -c 'import time; print(time.monotonic())')
 	for i in 1 2 3; do
-		as_user "$victim" env -u AGILE_STATE -u XDG_RUNTIME_DIR HOME="$tmp/home" \
+		as_user "$victim" env -u AGILE_STATE $hostile_env \
 			LD_PRELOAD="$SHARED_PRELOAD" AGILE_DEST_API="$dest" "$client" -n 5 \
 			"$port" >"$tmp/v$i.out" 2>"$tmp/v$i.err" &
 		eval "pid$i=\$!"
@@ -95,7 +103,7 @@ victim_run() {
 	[ -f "$tmp/home/.cache/agilepreload/state" ] ||
 		fail "$name: no state file in the victim's home"
 
-	as_user "$victim" env -u AGILE_STATE -u XDG_RUNTIME_DIR HOME="$tmp/home" \
+	as_user "$victim" env -u AGILE_STATE $hostile_env \
 		"$agilestat" >"$tmp/stat.out" 2>"$tmp/stat.err" ||
 		fail "$name: agilestat: $(cat "$tmp/stat.out" "$tmp/stat.err")"
 	grep -q "^api " "$tmp/stat.out" || fail "$name: agilestat: $(cat "$tmp/stat.out")"
