@@ -213,6 +213,9 @@ struct agile_config {
 #define AGILE_BACKLOG_MAX_TICKS 3 /* the longest a cut's backlog holds
                                      further cuts: a knee measured too
                                      high must not hold them for long */
+#define AGILE_PROBE_QUIET 0.05   /* rule c probes while the p50 sits
+                                     within this share above the
+                                     baseline */
 #define AGILE_PROBE_MAX_STEP 0.2  /* the largest accelerated step: under
                                      1.1 / 0.9, so a probe cannot jump over
                                      the band within 10% of a capacity */

@@ -561,7 +561,8 @@ double agile_controller_step(struct agile_controller *c,
 			n.last_action = AGILE_ACTION_MULTIPLY;
 		} else {
 			double step = r->up_step;
-			if (at_knee && p50 <= n.baseline_ns) {
+			double quiet = n.baseline_ns * (1 + AGILE_PROBE_QUIET);
+			if (at_knee && p50 <= quiet) {
 				double most = r->up_step > AGILE_PROBE_MAX_STEP ?
 				              r->up_step : AGILE_PROBE_MAX_STEP;
 				step *= pow(r->probe_acceleration, n.increase_streak);

@@ -704,10 +704,10 @@ START_TEST(controller_knee_ramp_returns_without_agreement)
 END_TEST
 
 /*
- * Rule c: at 0.92 x knee a healthy tick steps up only while its p50 sits at
- * or below the baseline; then each step in a row doubles, 5%, 10%, and
- * stops at 20%.  A tick above the baseline holds and restarts the
- * series.
+ * Rule c: at 0.92 x knee a healthy tick steps up only while its p50 sits
+ * within a tenth of the headroom above the baseline (30 ms, window 80 ms:
+ * up to 35 ms); then each step in a row doubles, 5%, 10%, and stops at
+ * 20%.  A tick above that holds and restarts the series.
  */
 START_TEST(controller_probe_at_knee)
 {
@@ -718,8 +718,8 @@ START_TEST(controller_probe_at_knee)
 	warm(&c, &r, 92);
 	c.knee_rate = 100;
 	c.up_agree = 2;
-	/* 35 ms over a 30 ms baseline: something queues; hold. */
-	ck_assert_double_eq(step_measured(&c, &r, samples(92, 35 * MS), 92, 92),
+	/* 40 ms over a 30 ms baseline: something queues; hold. */
+	ck_assert_double_eq(step_measured(&c, &r, samples(92, 40 * MS), 92, 92),
 	                    92);
 	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
 	for (int i = 0; i < 5; i++) {
@@ -733,13 +733,13 @@ START_TEST(controller_probe_at_knee)
 	}
 	c.baseline_ns = 30 * MS;
 	double rate = c.rate;
-	ck_assert_double_eq(step_measured(&c, &r, samples(100, 35 * MS), rate,
+	ck_assert_double_eq(step_measured(&c, &r, samples(100, 40 * MS), rate,
 	                                  (uint64_t)rate), rate);
 	ck_assert_int_eq(c.increase_streak, 0);
 	/* Before any knee is learned the whole range is probed that way. */
 	warm(&c, &r, 50);
 	c.up_agree = 2;
-	ck_assert_double_eq(step_measured(&c, &r, samples(50, 35 * MS), 50, 50),
+	ck_assert_double_eq(step_measured(&c, &r, samples(50, 40 * MS), 50, 50),
 	                    50);
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(50, 25 * MS), 50,
 	                                      50), 52.5, 1e-9);

@@ -1061,6 +1061,42 @@ START_TEST(stories_capacity_recovery_probes_past_the_knee)
 END_TEST
 
 /*
+ * Rule c after a drop and a recovery, as a real program showed it (issue
+ * 15): the baseline is learned at 150 req/s, the drop to 40 cannot drag it
+ * up (its rise is capped), and when the capacity comes back the answers
+ * are what they were before the drop, only one histogram bucket slower:
+ * a real p50 is a bucket's midpoint, and a downstream at a third of its
+ * capacity answers a few percent slower than at the instant the baseline
+ * was learned.  Such a p50 queues nothing (the window is 80 ms), yet the
+ * law held the rate at 0.92 x the knee of 40, 36.8 req/s, tick after
+ * tick while the baseline crept towards that p50 and never reached it
+ * (an EWMA approaches from one side).  Now the probe steps on any p50
+ * within AGILE_PROBE_QUEUE_SHARE of the headroom above the baseline, and
+ * the rate is back at 120 req/s, where this downstream starts to queue,
+ * in 8 ticks.
+ */
+START_TEST(stories_recovery_probes_a_bucket_above_the_baseline)
+{
+	struct story s;
+	int ticks = 0;
+
+	story_warm_150(&s, AGILE_PRESET_NONE);
+	for (int i = 0; i < 20; i++)
+		story_tick_capacity(&s, 40, 45 * MS, 400 * MS);
+	ck_assert_double_eq_tol(story_rate(&s), 36.8, 1e-9);
+	double baseline = story_stats(&s).baseline_ns;
+	int bucket = agile_hist_index((int64_t)baseline);
+	int64_t above = agile_hist_bucket_mid(bucket + 1);
+	ck_assert_double_gt((double)above, baseline);
+	while (story_rate(&s) < 120 && ticks < MAX_STORY_TICKS) {
+		story_tick_capacity(&s, 150, above, 300 * MS);
+		ticks++;
+	}
+	ck_assert_int_eq(ticks, 8);
+}
+END_TEST
+
+/*
  * Rule d, an SLO that breaks: the downstream keeps up with everything but
  * answers in 130 ms, past the 100 ms SLO.  The default's first guard cut
  * is the full 30%; the second in a row keeps the share of answers inside
@@ -1115,6 +1151,7 @@ Suite *stories_suite(void)
 	tcase_add_test(tc, stories_capacity_drop_learns_delivered_rate);
 	tcase_add_test(tc, stories_event_loop_climbs_back_from_the_floor);
 	tcase_add_test(tc, stories_capacity_recovery_probes_past_the_knee);
+	tcase_add_test(tc, stories_recovery_probes_a_bucket_above_the_baseline);
 	tcase_add_test(tc, stories_slo_break_falls_to_floor_in_two_ticks);
 	suite_add_tcase(s, tc);
 	return s;
