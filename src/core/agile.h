@@ -140,7 +140,8 @@ struct agile_config {
 	                             tick multiplies by this, capped there,
 	                             without waiting for agreement; 1 = off; 2 */
 	double probe_acceleration;/* c: from delivered_share x knee up, step
-	                             only while p50 <= baseline, each step in a
+	                             only while p50 <= (1 + AGILE_PROBE_QUIET)
+	                             x baseline, each step in a
 	                             row this times the last, up to
 	                             AGILE_PROBE_MAX_STEP; 1 = off; 2 */
 	double goodput_cut;       /* d: a second guard cut in a row keeps at most

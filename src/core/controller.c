@@ -76,8 +76,8 @@
  *     The cap is what the seed's recover_ramp lacks, and why it overshoots.
  *  c. Probing at the knee (probe_acceleration).  From delivered_share x knee
  *     up (anywhere before a knee is known), a healthy tick steps up only
- *     while its p50 sits at or below the baseline, nothing queueing, and
- *     holds otherwise; each such step in a
+ *     while its p50 sits within AGILE_PROBE_QUIET (5%) of the baseline,
+ *     nothing queueing, and holds otherwise; each such step in a
  *     row is probe_acceleration times the last, from up_step up to
  *     AGILE_PROBE_MAX_STEP, so capacity that came back is found in a
  *     handful of ticks, while a rate at its knee stays there instead of
@@ -131,6 +131,16 @@
  * bench/matrix.c's loop-drop scenario is that program; without these the
  * default sat at the floor there after the capacity drop, as it did for
  * real (bench/RESULTS.md).
+ *
+ * agile_controller_step is these, one static function each, in this order
+ * (each reads what the ones before it decided, through struct tick):
+ * rule_a_measure (rule a's span and backlog come first: the outage and the
+ * blind tick carry the span on), step_outage, step_blind, step_fast_signal,
+ * step_window, step_hysteresis, rules_region (what a cut acts on, and
+ * where rules a-c apply), step_proportional (with rule_b_knee_ramp and
+ * rule_c_probe_step), step_tail_guard (with rule_d_own_share and
+ * rule_d_goodput_cut), rule_a_deficit_cut, rule_a_knee, rule_c_streak,
+ * rule_a_calibrate, step_clamp, step_baseline.
  */
 #include <math.h>
 #include <string.h>
@@ -359,63 +369,86 @@ static double outage_step(struct agile_controller *n,
 	return n->rate * (1.0 - r->down_step);
 }
 
-double agile_controller_step(struct agile_controller *c,
-                             const struct agile_resolved *r,
-                             const struct agile_tick_input *in)
+/*
+ * One tick's reading, shared by the steps and rules below in the order
+ * agile_controller_step calls them: each fills in what the later ones
+ * read.  It lives on the stack for one step; the shared state is the
+ * struct agile_controller copy `n` the step publishes at its end.
+ */
+struct tick {
+	const struct agile_resolved *r;
+	const struct agile_tick_input *in;
+	uint64_t observed;  /* samples in the tick's histogram */
+	double rate;        /* the target the tick ran at */
+	double floor;       /* the clamp's lower bound, probe_rate in probe mode */
+	bool cold;          /* the tick ran in cold start (the step may end it) */
+	/* Rule a's measure of the span ending at this tick. */
+	bool measured;      /* rule a applies and the tick's length is known */
+	double used;        /* grants per second over the span */
+	double span_s;
+	double answers;
+	double span_grants;
+	double delivered;   /* answers per second over the span */
+	bool delivered_known; /* answers are trusted to pair with grants */
+	double slack;       /* what the two may differ by without meaning it */
+	bool carried_split; /* the span carried in was a split one */
+	bool split;         /* this span is taken for a split one */
+	bool deficit;       /* answers lag the grants: a queue growing */
+	bool backlog;       /* the last cut's backlog outlasts this tick */
+	/* Steps 2-4. */
+	double p50, p99;
+	double window;
+	bool healthy, congested;
+	/* What the cut acts on, and the rules' regions. */
+	bool held;          /* the program is held to its answers */
+	double load;        /* what a cut starts from */
+	bool draining;      /* an earlier backlog drains: cut no further */
+	double knee_cap;    /* delivered_share x knee, or 0 while not trusted */
+	bool below_knee;    /* rule b applies */
+	bool at_knee;       /* rule c applies */
+	/* Step 6 and rule d. */
+	bool tail;
+	double inside;      /* the tick's share of answers inside the target */
+	double next;        /* the new target before step 7's clamp */
+};
+
+/*
+ * Rule a's measurement: what the downstream delivered, and whether it fell
+ * short of what was granted (a queue growing).  Answers stand for grants
+ * only while healthy spans have shown the two pair up: a caller granting
+ * connections that carry many requests, or none, would otherwise read as a
+ * queue draining, or growing, forever.
+ *
+ * The measure is the span since the last tick with answers, not the tick:
+ * an event loop paced at its sends (ab) takes sixteen grants at one
+ * instant and reads sixteen answers at another, so below sixteen a second
+ * its ticks alternate between grants without answers and answers without
+ * grants.  A tick without answers while grants are outstanding (taken in
+ * it, or planned ahead of now) joins the span (blind_step); a truly idle
+ * one ends it, so an idle spell never dilutes the next busy tick's rate.
+ */
+static void rule_a_measure(struct agile_controller *n, struct tick *t)
 {
-	struct agile_controller n = *c;
-	const struct agile_hist_snapshot *h = in->hist;
-	uint64_t observed = h->total;
-	double max = r->max_rate;
-	double rate = agile__load_double(&c->rate);
-	double next;
+	const struct agile_tick_input *in = t->in;
 
-	/* The tick ran in cold start (the step may end it). */
-	bool cold = n.cold_start != 0;
-
-	n.rate = rate;
-	n.probe_mode = agile__load_u32(&c->probe_mode);
-	n.ticks++;
-	n.samples = observed;
-	n.unreachable = in->unreachable;
-	n.used = in->used;
-	n.p50_ns = 0;
-	n.p99_ns = 0;
-	if (in->unreachable > 0)
-		n.probe_mode = 1;
-
-	/* Rule a's measurement: what the downstream delivered, and whether it
-	 * fell short of what was granted (a queue growing).  Answers stand for
-	 * grants only while healthy spans have shown the two pair up: a caller
-	 * granting connections that carry many requests, or none, would
-	 * otherwise read as a queue draining, or growing, forever.
-	 *
-	 * The measure is the span since the last tick with answers, not the
-	 * tick: an event loop paced at its sends (ab) takes sixteen grants at
-	 * one instant and reads sixteen answers at another, so below sixteen
-	 * a second its ticks alternate between grants without answers and
-	 * answers without grants.  A tick without answers while grants are
-	 * outstanding (taken in it, or planned ahead of now) joins the span;
-	 * a truly idle one ends it, so an idle spell never dilutes the next
-	 * busy tick's rate. */
-	bool measured = r->delivered_share > 0 && r->kind == AGILE_KIND_RATE &&
-	                in->elapsed_s > 0;
-	double used = in->used;
-	double span_s = in->elapsed_s;
-	double answers = (double)in->answered;
-	bool carried_split = n.span_split != 0;
-	if (measured && n.span_s > 0) {
-		span_s += n.span_s;
-		used = (n.span_grants + in->used * in->elapsed_s) / span_s;
-		answers += n.span_answers;
+	t->measured = t->r->delivered_share > 0 &&
+	              t->r->kind == AGILE_KIND_RATE && in->elapsed_s > 0;
+	t->used = in->used;
+	t->span_s = in->elapsed_s;
+	t->answers = (double)in->answered;
+	t->carried_split = n->span_split != 0;
+	if (t->measured && n->span_s > 0) {
+		t->span_s += n->span_s;
+		t->used = (n->span_grants + in->used * in->elapsed_s) / t->span_s;
+		t->answers += n->span_answers;
 	}
-	double span_grants = used * span_s;
-	double delivered = measured ? answers / span_s : 0;
-	bool delivered_known = measured && answers_pair(&n);
+	t->span_grants = t->used * t->span_s;
+	t->delivered = t->measured ? t->answers / t->span_s : 0;
+	t->delivered_known = t->measured && answers_pair(n);
 	/* Two answers of slack keep a quiet span's rounding from reading as
 	 * a deficit. */
-	double slack = delivered_known ?
-	               AGILE_DEFICIT_SHARE * used + 2 / span_s : 0;
+	t->slack = t->delivered_known ?
+	           AGILE_DEFICIT_SHARE * t->used + 2 / t->span_s : 0;
 	/* A tick can also fall between a program's reads and the reconnects
 	 * they cause: one span then holds sixteen answers and one grant, and
 	 * the next the other fifteen grants, the next cycle's sixteen and its
@@ -425,290 +458,449 @@ double agile_controller_step(struct agile_controller *c,
 	 * event loop, whose sockets bound its queue, has none to drain).  One
 	 * at a time, so a program whose connections each carry many requests
 	 * is still measured, every other span. */
-	bool split = delivered_known && observed > 0 && !carried_split &&
-	             delivered - used > slack;
-	bool deficit = delivered_known && !split && used - delivered > slack;
-	n.delivered = delivered;
-	n.span_grants = split ? span_grants : 0;
-	n.span_answers = split ? answers : 0;
-	n.span_s = split ? span_s : 0;
-	n.span_split = split;
+	t->split = t->delivered_known && t->observed > 0 && !t->carried_split &&
+	           t->delivered - t->used > t->slack;
+	t->deficit = t->delivered_known && !t->split &&
+	             t->used - t->delivered > t->slack;
+	n->delivered = t->delivered;
+	n->span_grants = t->split ? t->span_grants : 0;
+	n->span_answers = t->split ? t->answers : 0;
+	n->span_s = t->split ? t->span_s : 0;
+	n->span_split = t->split;
 
-	/* Rule a: the backlog the last cut left under the knee.  While it
-	 * outlasts this tick, the tick's slow answers are that backlog's.
-	 * A value no cut could have set (the state file is shared) is
-	 * none. */
-	bool backlog = false;
-	uint32_t backlog_most_ms = agile__backlog_most_ms(r->tick_ns);
-	if (measured && n.backlog_ms <= backlog_most_ms) {
-		double left_ms = n.backlog_ms - 1000 * in->elapsed_s;
-		backlog = left_ms > 0;
-		n.backlog_ms = backlog ? (uint32_t)left_ms : 0;
+	/* The backlog the last cut left under the knee: while it outlasts
+	 * this tick, the tick's slow answers are that backlog's.  A value no
+	 * cut could have set (the state file is shared) is none. */
+	uint32_t most_ms = agile__backlog_most_ms(t->r->tick_ns);
+	t->backlog = false;
+	if (t->measured && n->backlog_ms <= most_ms) {
+		double left_ms = n->backlog_ms - 1000 * in->elapsed_s;
+		t->backlog = left_ms > 0;
+		n->backlog_ms = t->backlog ? (uint32_t)left_ms : 0;
 	} else {
-		n.backlog_ms = 0;
+		n->backlog_ms = 0;
 	}
+}
 
-	if (in->unreachable > 0 &&
-	    in->unreachable >= (uint64_t)AGILE_OUTAGE_RATIO * observed) {
-		n.blind_ticks = observed ? 0 : n.blind_ticks + 1;
-		next = outage_step(&n, r);
-		n.rate = clamp(next, r->probe_rate, max);
-		publish(c, &n);
-		return n.rate;
+/* Step 1, the outage rule: true when the tick is an outage and the step
+ * is taken (outage_step). */
+static bool step_outage(struct agile_controller *n, struct tick *t)
+{
+	uint64_t unreachable = t->in->unreachable;
+
+	if (unreachable == 0 ||
+	    unreachable < (uint64_t)AGILE_OUTAGE_RATIO * t->observed)
+		return false;
+	n->blind_ticks = t->observed ? 0 : n->blind_ticks + 1;
+	t->next = outage_step(n, t->r);
+	t->floor = t->r->probe_rate;
+	return true;
+}
+
+/* Step 2's blind tick: no samples change nothing, but a span with grants
+ * outstanding carries on into the next tick (rule a). */
+static bool step_blind(struct agile_controller *n, struct tick *t)
+{
+	if (t->observed > 0)
+		return false;
+	if (t->measured && (t->in->used > 0 || t->in->pending)) {
+		n->span_grants = t->span_grants;
+		n->span_answers = t->answers;
+		n->span_s = t->span_s;
+		n->span_split = t->carried_split;
 	}
+	n->blind_ticks++;
+	n->last_action = AGILE_ACTION_BLIND;
+	t->next = t->rate;
+	return true;
+}
 
-	double floor = n.probe_mode ? r->probe_rate : r->floor_rate;
+/* Step 2: the fast signal is the tick's p50; the first one sets the
+ * baseline. */
+static void step_fast_signal(struct agile_controller *n, struct tick *t)
+{
+	n->blind_ticks = 0;
+	t->p50 = (double)agile_hist_quantile(t->in->hist, 0.5);
+	t->p99 = (double)agile_hist_quantile(t->in->hist, 0.99);
+	n->p50_ns = t->p50;
+	n->p99_ns = t->p99;
+	n->fast_ns = t->p50;
+	if (n->baseline_ns <= 0)
+		n->baseline_ns = t->p50;
+}
 
-	if (observed == 0) {
-		if (measured && (in->used > 0 || in->pending)) {
-			n.span_grants = span_grants;
-			n.span_answers = answers;
-			n.span_s = span_s;
-			n.span_split = carried_split;
-		}
-		n.blind_ticks++;
-		n.last_action = AGILE_ACTION_BLIND;
-		n.rate = clamp(rate, floor, max);
-		publish(c, &n);
-		return n.rate;
-	}
+/* Step 3: the window, and which side of it the p50 is on. */
+static void step_window(struct agile_controller *n, struct tick *t)
+{
+	t->window = window_for(n->baseline_ns, t->r);
+	double low = t->window * (1.0 - t->r->deadband);
+	t->healthy = t->p50 <= low;
+	t->congested = !t->healthy && t->p50 >= t->window;
+}
 
-	n.blind_ticks = 0;
-	double p50 = (double)agile_hist_quantile(h, 0.5);
-	double p99 = (double)agile_hist_quantile(h, 0.99);
-	n.p50_ns = p50;
-	n.p99_ns = p99;
-	n.fast_ns = p50;
-	if (n.baseline_ns <= 0)
-		n.baseline_ns = p50;
-
-	double window = window_for(n.baseline_ns, r);
-	double low = window * (1.0 - r->deadband);
-	bool healthy = p50 <= low;
-	bool congested = !healthy && p50 >= window;
-
-	if (healthy) {
-		n.up_agree = agile__inc_sat_i32(n.up_agree);
-		n.down_agree = 0;
-	} else if (congested) {
-		n.down_agree = agile__inc_sat_i32(n.down_agree);
-		n.up_agree = 0;
+/* Step 4: the tick hysteresis; a hold tick resets both counts. */
+static void step_hysteresis(struct agile_controller *n, const struct tick *t)
+{
+	if (t->healthy) {
+		n->up_agree = agile__inc_sat_i32(n->up_agree);
+		n->down_agree = 0;
+	} else if (t->congested) {
+		n->down_agree = agile__inc_sat_i32(n->down_agree);
+		n->up_agree = 0;
 	} else {
-		n.up_agree = 0;
-		n.down_agree = 0;
+		n->up_agree = 0;
+		n->down_agree = 0;
 	}
+}
 
-	/* What a cut acts on.  A program that sends less than its rate (an
-	 * event loop with sixteen sockets sends no faster than they are
-	 * answered) loads the downstream with what it sends: a cut that
-	 * leaves the rate above that changes nothing, and the queue it was
-	 * meant to drain stays full another tick.  So when even the full
-	 * step from the rate would stay above what was used, the program is
-	 * held to its answers and the cut starts from what was used (the
-	 * delivered rules only; the seed's law cuts the rate). */
-	bool held = measured && used < rate * (1.0 - r->down_step);
-	double load = held ? used : rate;
-	/* Rule a: a growing queue (a deficit) acts now, whatever the latency
-	 * and the hysteresis say yet; a shrinking one (more answers than
-	 * grants: an earlier tick's backlog draining, or the backlog a cut
-	 * under the knee left) means the last cut is already working, and
-	 * neither the proportional step nor the guard cuts again on the
-	 * backlog's latency.  A program held to its answers cannot use its
-	 * rate: the last cut did not take it under what the downstream
-	 * delivers, and no backlog drains. */
-	bool draining = (delivered_known && (!split || n.cutting) &&
-	                 delivered - used > slack) || (backlog && !held);
+/*
+ * Where the tick stands for the rules: what a cut acts on, whether a
+ * backlog drains, and which of rules b and c the rate is in.
+ *
+ * A program that sends less than its rate (an event loop with sixteen
+ * sockets sends no faster than they are answered) loads the downstream
+ * with what it sends: a cut that leaves the rate above that changes
+ * nothing, and the queue it was meant to drain stays full another tick.
+ * So when even the full step from the rate would stay above what was
+ * used, the program is held to its answers and the cut starts from what
+ * was used (the delivered rules only; the seed's law cuts the rate).
+ *
+ * Rule a: a growing queue (a deficit) acts now, whatever the latency and
+ * the hysteresis say yet; a shrinking one (more answers than grants: an
+ * earlier tick's backlog draining, or the backlog a cut under the knee
+ * left) means the last cut is already working, and neither the
+ * proportional step nor the guard cuts again on the backlog's latency.  A
+ * program held to its answers cannot use its rate: the last cut did not
+ * take it under what the downstream delivers, and no backlog drains.
+ */
+static void rules_region(const struct agile_controller *n, struct tick *t)
+{
+	const struct agile_resolved *r = t->r;
+
+	t->held = t->measured && t->used < t->rate * (1.0 - r->down_step);
+	t->load = t->held ? t->used : t->rate;
+	t->draining = (t->delivered_known && (!t->split || n->cutting) &&
+	               t->delivered - t->used > t->slack) ||
+	              (t->backlog && !t->held);
 	/* Rule b: below the knee the climb back needs no agreement. */
-	double knee_cap = delivered_known ? r->delivered_share * n.knee_rate : 0;
-	bool below_knee = r->knee_ramp > 1 && knee_cap > 0 && rate < knee_cap;
+	t->knee_cap = t->delivered_known ? r->delivered_share * n->knee_rate : 0;
+	t->below_knee = r->knee_ramp > 1 && t->knee_cap > 0 &&
+	                t->rate < t->knee_cap;
 	/* Rule c: from delivered_share x knee up (everywhere while no knee is
-	 * known), a step is taken only while the p50 sits at or below the
-	 * baseline, nothing queueing: then the knee is stale, or still to be
-	 * found, and each step in a row doubles. */
-	bool at_knee = r->probe_acceleration > 1 && delivered_known &&
-	               rate >= knee_cap;
+	 * known). */
+	t->at_knee = r->probe_acceleration > 1 && t->delivered_known &&
+	             t->rate >= t->knee_cap;
+}
 
-	next = rate;
-	n.last_action = AGILE_ACTION_HOLD;
-	if (congested && (n.down_agree >= r->backoff_ticks || deficit) &&
-	    !draining) {
+/* Rule b, the knee ramp: multiply, capped at delivered_share x knee. */
+static double rule_b_knee_ramp(const struct tick *t)
+{
+	double next = t->rate * t->r->knee_ramp;
+
+	return next > t->knee_cap ? t->knee_cap : next;
+}
+
+/*
+ * Rule c, probing at the knee: the step up from the knee on.  It is taken
+ * only while nothing queues, the p50 within AGILE_PROBE_QUIET of the
+ * baseline: then the knee is stale, or still to be found, and each step in
+ * a row doubles.  Not "at or below the baseline": a real p50 is a
+ * histogram bucket's midpoint, and a downstream at a third of its capacity
+ * answers a few percent slower than when the baseline was learned, while
+ * the baseline approaches such a p50 from below and never reaches it, so
+ * after a capacity recovery the rate held at the old knee for good (issue
+ * 15).  A queue at the knee shows as tens of percent.  0 holds.
+ */
+static double rule_c_probe_step(const struct agile_controller *n,
+                                const struct tick *t)
+{
+	const struct agile_resolved *r = t->r;
+	double step = r->up_step;
+
+	if (!t->at_knee)
+		return step;
+	if (t->p50 > n->baseline_ns * (1 + AGILE_PROBE_QUIET))
+		return 0;
+	double most = r->up_step > AGILE_PROBE_MAX_STEP ? r->up_step
+	                                                : AGILE_PROBE_MAX_STEP;
+	step *= pow(r->probe_acceleration, n->increase_streak);
+	return step > most ? most : step;
+}
+
+/* Step 5: the proportional cut when congested, the increase when healthy
+ * (rules b and c refine it), each once step 4 agrees. */
+static void step_proportional(struct agile_controller *n, struct tick *t)
+{
+	const struct agile_resolved *r = t->r;
+
+	t->next = t->rate;
+	n->last_action = AGILE_ACTION_HOLD;
+	if (t->congested && (n->down_agree >= r->backoff_ticks || t->deficit) &&
+	    !t->draining) {
 		/* window > 0 here but for a configuration no resolve
 		 * writes (an SLO anchor without an SLO): the full step. */
-		double cut = window > 0 ? r->gain * (p50 - window) / window
-		                        : r->down_step;
+		double cut = t->window > 0 ?
+		             r->gain * (t->p50 - t->window) / t->window :
+		             r->down_step;
 		if (cut > r->down_step)
 			cut = r->down_step;
-		next = load * (1.0 - cut);
-		n.cold_start = 0;
-		n.last_action = AGILE_ACTION_DECREASE;
-	} else if (healthy && (n.up_agree >= r->recover_ticks || below_knee)) {
-		if (used < rate / 2 && !below_knee) {
-			/* Raising a rate nobody uses only grows a promise that
-			 * has never been tested against the downstream.  Below
-			 * the knee it has been (the downstream delivered it),
-			 * and an event loop that reserves its grants at connect
-			 * spends the span after a raise at the rate before it,
-			 * so the gate would cost rule b a span per doubling. */
-			n.last_action = AGILE_ACTION_GATED;
-		} else if (n.cold_start ||
-		           (r->recover_ramp > 0 && p50 <= r->recover_ramp * window)) {
-			next = rate * r->slow_start_gain;
-			n.last_action = AGILE_ACTION_MULTIPLY;
-		} else if (below_knee) {
-			next = rate * r->knee_ramp;
-			if (next > knee_cap)
-				next = knee_cap;
-			n.last_action = AGILE_ACTION_MULTIPLY;
-		} else {
-			double step = r->up_step;
-			double quiet = n.baseline_ns * (1 + AGILE_PROBE_QUIET);
-			if (at_knee && p50 <= quiet) {
-				double most = r->up_step > AGILE_PROBE_MAX_STEP ?
-				              r->up_step : AGILE_PROBE_MAX_STEP;
-				step *= pow(r->probe_acceleration, n.increase_streak);
-				if (step > most)
-					step = most;
-			} else if (at_knee) {
-				step = 0;
-			}
-			next = rate * (1.0 + step);
-			n.last_action = step > 0 ? AGILE_ACTION_INCREASE
-			                         : AGILE_ACTION_HOLD;
-		}
+		t->next = t->load * (1.0 - cut);
+		n->cold_start = 0;
+		n->last_action = AGILE_ACTION_DECREASE;
+		return;
 	}
+	if (!t->healthy || (n->up_agree < r->recover_ticks && !t->below_knee))
+		return;
+	if (t->used < t->rate / 2 && !t->below_knee) {
+		/* Raising a rate nobody uses only grows a promise that has
+		 * never been tested against the downstream.  Below the knee it
+		 * has been (the downstream delivered it), and an event loop
+		 * that reserves its grants at connect spends the span after a
+		 * raise at the rate before it, so the gate would cost rule b a
+		 * span per doubling. */
+		n->last_action = AGILE_ACTION_GATED;
+	} else if (n->cold_start ||
+	           (r->recover_ramp > 0 &&
+	            t->p50 <= r->recover_ramp * t->window)) {
+		t->next = t->rate * r->slow_start_gain;
+		n->last_action = AGILE_ACTION_MULTIPLY;
+	} else if (t->below_knee) {
+		t->next = rule_b_knee_ramp(t);
+		n->last_action = AGILE_ACTION_MULTIPLY;
+	} else {
+		double step = rule_c_probe_step(n, t);
+		t->next = t->rate * (1.0 + step);
+		n->last_action = step > 0 ? AGILE_ACTION_INCREASE
+		                          : AGILE_ACTION_HOLD;
+	}
+}
 
-	bool tail = tail_guard_fires(&n, r, h, p99) && !draining;
-	double inside = 1;
-	if (tail && r->goodput_cut > 0) {
-		/* Rule d: the tick's own share of answers inside the target;
-		 * at or past the tolerance's complement only the smoothing's
-		 * memory fired the guard, and a clean tick does not cut. */
-		inside = 1 - (double)agile_hist_count_above(
-			h, agile__trunc_i64(agile_controller_tail_ns(r))) /
-			(double)observed;
-		if (1 - inside <= r->tail_tolerance)
-			tail = false;
-	}
-	if (tail) {
-		double full = load * (1.0 - r->down_step);
-		if (next > full)
-			next = full;
-		/* Rule d: a second cut in a row keeps no more of the rate than
-		 * the share of answers that met the target, unless this cut
-		 * or the last found the program held to its answers. */
-		if (r->goodput_cut > 0 && n.cutting && !n.cut_from_used &&
-		    !held &&
-		    next > r->goodput_cut * inside * load)
-			next = r->goodput_cut * inside * load;
-		n.up_agree = 0;
-		n.cold_start = 0;
-		n.last_action = AGILE_ACTION_TAIL;
-	}
+/* Rule d's first half: the tick's own share of answers inside the target;
+ * at or past the tolerance's complement only the smoothing's memory fired
+ * the guard, and a clean tick does not cut. */
+static void rule_d_own_share(struct tick *t)
+{
+	const struct agile_resolved *r = t->r;
 
-	if (deficit) {
-		/* Rule a's cut: under what was delivered, less the excess the
-		 * tick sent, which the next tick pays back. */
-		double cap = r->delivered_share * delivered - (used - delivered);
-		if (next > cap)
-			next = cap;
-		n.up_agree = 0;
-		n.cold_start = 0;
-		if (n.last_action != AGILE_ACTION_TAIL)
-			n.last_action = AGILE_ACTION_DECREASE;
-	}
-	/* The knee: what the downstream delivered when trouble began, that
-	 * is at a deficit cut or at the first cut since the rate last rose;
-	 * not at a guard's cut on a healthy tick while rule b climbs back to
-	 * a knee already known, which measures the rate, not the capacity.
-	 * It is learned even while the answers are not yet trusted to pair
-	 * with the grants, and used only once they are: a program's first
-	 * cut comes a few ticks after its start, before the calibration
-	 * below has seen enough healthy spans, and a knee missed then is
-	 * not offered again until the rate has climbed back to it. */
-	bool cut_now = n.last_action == AGILE_ACTION_DECREASE ||
-	               n.last_action == AGILE_ACTION_TAIL;
-	if (measured && !split && cut_now && (deficit || !n.cutting) &&
-	    (deficit || congested || !below_knee))
-		n.knee_rate = delivered;
-	/* A program held to its answers (this cut, or the last, had to start
-	 * from what it used) that is congested ran it against its queue,
-	 * full or draining: what it delivered then is at most the
-	 * capacity, where the first cut's tick mixed the time before the
-	 * queue filled with the time after (ab saw a knee of 64 for a
-	 * capacity of 40, and climbed into the queue twice more to learn it).
-	 * A program that sends its rate whatever the answers (into an SLO
-	 * that broke) is never cut from what it used. */
-	else if (measured && !split && cut_now && congested &&
-	         (n.cut_from_used || held))
-		n.knee_rate = delivered;
+	t->inside = 1;
+	if (!t->tail || r->goodput_cut <= 0)
+		return;
+	t->inside = 1 - (double)agile_hist_count_above(
+		t->in->hist, agile__trunc_i64(agile_controller_tail_ns(r))) /
+		(double)t->observed;
+	if (1 - t->inside <= r->tail_tolerance)
+		t->tail = false;
+}
+
+/* Rule d's second half: a second cut in a row keeps no more of the rate
+ * than the share of answers that met the target, unless this cut or the
+ * last found the program held to its answers. */
+static void rule_d_goodput_cut(const struct agile_controller *n,
+                               struct tick *t)
+{
+	double keep = t->r->goodput_cut * t->inside * t->load;
+
+	if (t->r->goodput_cut > 0 && n->cutting && !n->cut_from_used &&
+	    !t->held && t->next > keep)
+		t->next = keep;
+}
+
+/* Step 6: the tail guard, not gated by the hysteresis, nor while a
+ * backlog drains (rule a); rule d sizes its cut. */
+static void step_tail_guard(struct agile_controller *n, struct tick *t)
+{
+	t->tail = tail_guard_fires(n, t->r, t->in->hist, t->p99) &&
+	          !t->draining;
+	rule_d_own_share(t);
+	if (!t->tail)
+		return;
+	double full = t->load * (1.0 - t->r->down_step);
+	if (t->next > full)
+		t->next = full;
+	rule_d_goodput_cut(n, t);
+	n->up_agree = 0;
+	n->cold_start = 0;
+	n->last_action = AGILE_ACTION_TAIL;
+}
+
+/* Rule a's cut: under what was delivered, less the excess the tick sent,
+ * which the next tick pays back. */
+static void rule_a_deficit_cut(struct agile_controller *n, struct tick *t)
+{
+	if (!t->deficit)
+		return;
+	double cap = t->r->delivered_share * t->delivered -
+	             (t->used - t->delivered);
+	if (t->next > cap)
+		t->next = cap;
+	n->up_agree = 0;
+	n->cold_start = 0;
+	if (n->last_action != AGILE_ACTION_TAIL)
+		n->last_action = AGILE_ACTION_DECREASE;
+}
+
+/*
+ * Rule a's knee and backlog, after the tick's cut is known.
+ *
+ * The knee: what the downstream delivered when trouble began, that is at
+ * a deficit cut or at the first cut since the rate last rose; not at a
+ * guard's cut on a healthy tick while rule b climbs back to a knee already
+ * known, which measures the rate, not the capacity.  It is learned even
+ * while the answers are not yet trusted to pair with the grants, and used
+ * only once they are: a program's first cut comes a few ticks after its
+ * start, before the calibration has seen enough healthy spans, and a knee
+ * missed then is not offered again until the rate has climbed back to it.
+ *
+ * A program held to its answers (this cut, or the last, had to start from
+ * what it used) that is congested ran it against its queue, full or
+ * draining: what it delivered then is at most the capacity, where the
+ * first cut's tick mixed the time before the queue filled with the time
+ * after (ab saw a knee of 64 for a capacity of 40, and climbed into the
+ * queue twice more to learn it).  A program that sends its rate whatever
+ * the answers (into an SLO that broke) is never cut from what it used.
+ */
+static void rule_a_knee(struct agile_controller *n, const struct tick *t)
+{
+	bool cut_now = n->last_action == AGILE_ACTION_DECREASE ||
+	               n->last_action == AGILE_ACTION_TAIL;
+	bool learns = t->measured && !t->split && cut_now;
+
+	if (learns && (t->deficit || !n->cutting) &&
+	    (t->deficit || t->congested || !t->below_knee))
+		n->knee_rate = t->delivered;
+	else if (learns && t->congested && (n->cut_from_used || t->held))
+		n->knee_rate = t->delivered;
 	if (cut_now)
-		n.cut_from_used = load < rate;
+		n->cut_from_used = t->load < t->rate;
 	/* While a cut's backlog drains the downstream works flat out, so what
 	 * it delivers then is the better measure of its capacity: the tick
 	 * that cut saw answers lag by the queue it was building. */
-	if (draining && n.cutting && delivered > n.knee_rate)
-		n.knee_rate = delivered;
-	/* Rule a's backlog: the queue this tick saw, p50's excess over the
+	if (t->draining && n->cutting && t->delivered > n->knee_rate)
+		n->knee_rate = t->delivered;
+
+	/* The backlog: the queue this tick saw, p50's excess over the
 	 * baseline times the knee it was delivered at, drains at the knee
 	 * less the rate the cut leaves; until then, and until its answers
 	 * are read (AGILE_BACKLOG_FACTOR), the next ticks' answers are that
 	 * queue's. */
-	double cut_to = clamp(next, floor, max);
-	if (cut_now && delivered_known && n.knee_rate > cut_to &&
-	    p50 > n.baseline_ns) {
+	double cut_to = clamp(t->next, t->floor, t->r->max_rate);
+	uint32_t most_ms = agile__backlog_most_ms(t->r->tick_ns);
+	if (cut_now && t->delivered_known && n->knee_rate > cut_to &&
+	    t->p50 > n->baseline_ns) {
 		double drain_s = AGILE_BACKLOG_FACTOR *
-		                 (p50 - n.baseline_ns) / AGILE_NS_PER_S *
-		                 n.knee_rate / (n.knee_rate - cut_to);
+		                 (t->p50 - n->baseline_ns) / AGILE_NS_PER_S *
+		                 n->knee_rate / (n->knee_rate - cut_to);
 		double drain_ms = 1000 * drain_s;
-		n.backlog_ms = drain_ms < backlog_most_ms ?
-		               (uint32_t)drain_ms : backlog_most_ms;
+		n->backlog_ms = drain_ms < most_ms ? (uint32_t)drain_ms : most_ms;
 	} else if (cut_now) {
-		n.backlog_ms = 0;
+		n->backlog_ms = 0;
 	}
+	bool rose = n->last_action == AGILE_ACTION_INCREASE ||
+	            n->last_action == AGILE_ACTION_MULTIPLY;
 	if (cut_now)
-		n.cutting = 1;
-	else if (n.last_action == AGILE_ACTION_INCREASE ||
-	         n.last_action == AGILE_ACTION_MULTIPLY)
-		n.cutting = 0;
+		n->cutting = 1;
+	else if (rose)
+		n->cutting = 0;
 	/* A rate that rises has left any backlog behind. */
-	if (n.last_action == AGILE_ACTION_INCREASE ||
-	    n.last_action == AGILE_ACTION_MULTIPLY)
-		n.backlog_ms = 0;
-	/* Rule c's series: increases in a row from the knee on. */
-	if (n.last_action == AGILE_ACTION_INCREASE && at_knee)
-		n.increase_streak = agile__inc_sat_i32(n.increase_streak);
-	else
-		n.increase_streak = 0;
+	if (rose)
+		n->backlog_ms = 0;
+}
 
-	/* Rule a's calibration, from healthy spans only: a congested one's
-	 * answers lag by its queue, which is what the rule is there to see;
-	 * and from none in cold start: each of its spans doubles the rate,
-	 * so its answers lag by everything the program just put in flight
-	 * (ab's first tick answers 29 of its 45 grants, and at the floor a
-	 * ratio that starts that low needs twenty seconds to recover).  The
-	 * ratio is one of two averages, answers over grants, so a span weighs
-	 * what it holds. */
-	if (measured && healthy && !cold && !split && span_grants > 0) {
-		if (n.paired_grants <= 0) {
+/* Rule c's series: increases in a row from the knee on. */
+static void rule_c_streak(struct agile_controller *n, const struct tick *t)
+{
+	if (n->last_action == AGILE_ACTION_INCREASE && t->at_knee)
+		n->increase_streak = agile__inc_sat_i32(n->increase_streak);
+	else
+		n->increase_streak = 0;
+}
+
+/*
+ * Rule a's calibration, from healthy spans only: a congested one's answers
+ * lag by its queue, which is what the rule is there to see; and from none
+ * in cold start: each of its spans doubles the rate, so its answers lag by
+ * everything the program just put in flight (ab's first tick answers 29 of
+ * its 45 grants, and at the floor a ratio that starts that low needs twenty
+ * seconds to recover).  The ratio is one of two averages, answers over
+ * grants, so a span weighs what it holds.
+ */
+static void rule_a_calibrate(struct agile_controller *n, const struct tick *t)
+{
+	if (t->measured && t->healthy && !t->cold && !t->split &&
+	    t->span_grants > 0) {
+		if (n->paired_grants <= 0) {
 			/* The first span sets the averages; a ratio already
 			 * known (set by hand) is continued. */
-			n.paired_grants = span_grants;
-			n.paired_answers = n.answer_ratio > 0 ?
-			                   n.answer_ratio * span_grants : answers;
+			n->paired_grants = t->span_grants;
+			n->paired_answers = n->answer_ratio > 0 ?
+			                    n->answer_ratio * t->span_grants :
+			                    t->answers;
 		}
-		n.paired_grants += AGILE_ANSWER_RATIO_WEIGHT *
-		                   (span_grants - n.paired_grants);
-		n.paired_answers += AGILE_ANSWER_RATIO_WEIGHT *
-		                    (answers - n.paired_answers);
-		n.answer_ratio = n.paired_answers / n.paired_grants;
+		n->paired_grants += AGILE_ANSWER_RATIO_WEIGHT *
+		                    (t->span_grants - n->paired_grants);
+		n->paired_answers += AGILE_ANSWER_RATIO_WEIGHT *
+		                     (t->answers - n->paired_answers);
+		n->answer_ratio = n->paired_answers / n->paired_grants;
 	}
-	if (measured)
-		n.paired = answers_pair(&n);
+	if (t->measured)
+		n->paired = answers_pair(n);
+}
 
-	n.rate = clamp(next, floor, max);
-	if (n.cold_start && n.rate >= max)
-		n.cold_start = 0;
-	n.baseline_ns = update_baseline(n.baseline_ns, p50, r);
+/* Step 7: the clamp; cold start ends at the ceiling. */
+static void step_clamp(struct agile_controller *n, const struct tick *t)
+{
+	n->rate = clamp(t->next, t->floor, t->r->max_rate);
+	if (n->cold_start && n->rate >= t->r->max_rate)
+		n->cold_start = 0;
+}
+
+/* Step 8: the slow baseline follows the tick's p50. */
+static void step_baseline(struct agile_controller *n, const struct tick *t)
+{
+	n->baseline_ns = update_baseline(n->baseline_ns, t->p50, t->r);
+}
+
+double agile_controller_step(struct agile_controller *c,
+                             const struct agile_resolved *r,
+                             const struct agile_tick_input *in)
+{
+	struct agile_controller n = *c;
+	struct tick t = { .r = r, .in = in, .observed = in->hist->total };
+
+	t.rate = agile__load_double(&c->rate);
+	t.cold = n.cold_start != 0;
+	n.rate = t.rate;
+	n.probe_mode = agile__load_u32(&c->probe_mode);
+	n.ticks++;
+	n.samples = t.observed;
+	n.unreachable = in->unreachable;
+	n.used = in->used;
+	n.p50_ns = 0;
+	n.p99_ns = 0;
+	if (in->unreachable > 0)
+		n.probe_mode = 1;
+	t.floor = n.probe_mode ? r->probe_rate : r->floor_rate;
+
+	rule_a_measure(&n, &t);
+	if (step_outage(&n, &t) || step_blind(&n, &t)) {
+		/* Step 7's clamp alone: neither tick ends cold start at the
+		 * ceiling (an outage ended it, a blind tick moves nothing). */
+		n.rate = clamp(t.next, t.floor, r->max_rate);
+		publish(c, &n);
+		return n.rate;
+	}
+	step_fast_signal(&n, &t);
+	step_window(&n, &t);
+	step_hysteresis(&n, &t);
+	rules_region(&n, &t);
+	step_proportional(&n, &t);
+	step_tail_guard(&n, &t);
+	rule_a_deficit_cut(&n, &t);
+	rule_a_knee(&n, &t);
+	rule_c_streak(&n, &t);
+	rule_a_calibrate(&n, &t);
+	step_clamp(&n, &t);
+	step_baseline(&n, &t);
 	publish(c, &n);
 	return n.rate;
 }
