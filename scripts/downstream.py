@@ -6,86 +6,163 @@ It serves requests one after another from a single FIFO "worker" that can
 finish CAPACITY requests per second: a request waits for its turn, then takes
 1/CAPACITY of the worker plus BASE milliseconds of fixed latency.  So latency
 is the base plus exactly the queueing that an offered rate above the capacity
-causes, and the capacity can change on a schedule ("0:150,10:40" = 150 req/s
-from t=0 s, 40 req/s from t=10 s).
+causes.  Both change on a schedule, OFFSET_S:VALUE,... from the start:
+--schedule "0:150,10:40" is 150 req/s from t=0 s and 40 req/s from t=10 s,
+--latency "0:10,12:60" a base of 10 ms, then 60 ms from t=12 s.  A capacity
+of 0 refuses: the listening socket is closed (a connect fails with
+ECONNREFUSED) and kept-alive connections are closed at their next request,
+until the schedule gives a capacity again.
 
 GET /stats returns JSON with the server-side latency of every request so far
-(count, p50, p99, share inside --slo-ms) and resets nothing; GET /anything
-else is a request.  Listens on 127.0.0.1 only.  Exits by itself after
---lifetime seconds so a forgotten server never outlives its test.
+(count, p50, p99, share inside --slo-ms) and resets nothing; GET /stop ends
+the server at once; GET /anything else is a request.  With --log-dir, the
+server writes there when it ends requests.csv (one row per request: arrival
+and latency, from the start) and seconds.csv (per second of arrival: the
+capacity and base latency of the schedule, requests, answers inside the SLO,
+p50 and p99).  Listens on 127.0.0.1 only.  Exits by itself --lifetime seconds
+after the start so a forgotten server never outlives its test.
+
+The accept loop is its own, not http.server's serve_forever: closing and
+reopening the listening socket on a schedule is what a refusing downstream
+needs, and serve_forever cannot do it.
 """
 import argparse
 import json
+import os
+import select
+import socket
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+
+def parse_schedule(text):
+    """OFFSET_S:VALUE,... as [(offset, value)] sorted by offset."""
+    items = []
+    for item in text.split(","):
+        offset, value = item.split(":")
+        items.append((float(offset), float(value)))
+    return sorted(items)
+
+
+def at(schedule, t):
+    """The schedule's value t seconds after the start."""
+    value = schedule[0][1]
+    for offset, v in schedule:
+        if t >= offset:
+            value = v
+    return value
+
+
+def quantile(sorted_values, p):
+    n = len(sorted_values)
+    if n == 0:
+        return 0.0
+    return sorted_values[min(n - 1, max(0, int(p * n + 0.999999) - 1))]
 
 
 class Worker:
     """The downstream's single queue: one service slot after another."""
 
-    def __init__(self, schedule, base_s):
-        self.schedule = schedule  # [(t_offset_s, capacity_per_s)] sorted
-        self.base_s = base_s
+    def __init__(self, capacity, base):
+        self.capacity_schedule = capacity
+        self.base_schedule = base
         self.start = time.monotonic()
         self.next_free = self.start
         self.lock = threading.Lock()
-        self.latencies = []
+        self.records = []  # (arrival since start, latency), both in s
 
     def capacity(self, now):
-        cap = self.schedule[0][1]
-        for offset, c in self.schedule:
-            if now - self.start >= offset:
-                cap = c
-        return cap
+        return at(self.capacity_schedule, now - self.start)
+
+    def refusing(self, now):
+        return self.capacity(now) <= 0
 
     def serve(self):
         arrival = time.monotonic()
         with self.lock:
             begin = max(arrival, self.next_free)
-            self.next_free = begin + 1.0 / self.capacity(begin)
-        done = self.next_free + self.base_s
+            cap = self.capacity(begin)
+            # A request queued before a refusal began is still served, at
+            # the last capacity the schedule gave.
+            if cap <= 0:
+                cap = next((c for o, c in reversed(self.capacity_schedule)
+                            if c > 0 and o <= begin - self.start),
+                           self.capacity_schedule[0][1] or 1.0)
+            self.next_free = begin + 1.0 / cap
+            base = at(self.base_schedule, begin - self.start) / 1000.0
+        done = self.next_free + base
         delay = done - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         latency = time.monotonic() - arrival
         with self.lock:
-            self.latencies.append(latency)
+            self.records.append((arrival - self.start, latency))
         return latency
 
     def stats(self, slo_s):
         with self.lock:
-            lat = sorted(self.latencies)
+            lat = sorted(r[1] for r in self.records)
         n = len(lat)
-
-        def q(p):
-            return lat[min(n - 1, max(0, int(p * n + 0.999999) - 1))] if n else 0.0
-
         inside = sum(1 for x in lat if x <= slo_s)
         elapsed = time.monotonic() - self.start
         return {
             "count": n,
-            "p50_ms": round(q(0.50) * 1000, 3),
-            "p99_ms": round(q(0.99) * 1000, 3),
+            "p50_ms": round(quantile(lat, 0.50) * 1000, 3),
+            "p99_ms": round(quantile(lat, 0.99) * 1000, 3),
             "inside_slo": round(inside / n, 4) if n else 0.0,
             "rate_per_s": round(n / elapsed, 2) if elapsed > 0 else 0.0,
         }
+
+    def write_logs(self, log_dir, slo_s, seconds):
+        with self.lock:
+            records = sorted(self.records)
+        with open(os.path.join(log_dir, "requests.csv"), "w") as f:
+            f.write("arrival_s,latency_ms\n")
+            for arrival, latency in records:
+                f.write("%.4f,%.3f\n" % (arrival, latency * 1000))
+        per = [[] for _ in range(seconds)]
+        for arrival, latency in records:
+            k = int(arrival)
+            if 0 <= k < seconds:
+                per[k].append(latency)
+        with open(os.path.join(log_dir, "seconds.csv"), "w") as f:
+            f.write("t,capacity,base_ms,requests,inside_slo,p50_ms,p99_ms\n")
+            for k, lat in enumerate(per):
+                lat.sort()
+                f.write("%d,%g,%g,%d,%d,%.2f,%.2f\n" % (
+                    k, at(self.capacity_schedule, k + 0.5),
+                    at(self.base_schedule, k + 0.5), len(lat),
+                    sum(1 for x in lat if x <= slo_s),
+                    quantile(lat, 0.5) * 1000, quantile(lat, 0.99) * 1000))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--schedule", default="0:100",
-                    help="capacity schedule: OFFSET_S:REQ_PER_S,...")
+                    help="capacity schedule: OFFSET_S:REQ_PER_S,... (0 refuses)")
     ap.add_argument("--base-ms", type=float, default=10.0)
+    ap.add_argument("--latency",
+                    help="base latency schedule: OFFSET_S:MS,... "
+                         "(overrides --base-ms)")
     ap.add_argument("--slo-ms", type=float, default=100.0)
     ap.add_argument("--lifetime", type=float, default=300.0)
     ap.add_argument("--ready-file", help="written once the port is bound")
+    ap.add_argument("--log-dir", help="requests.csv and seconds.csv go here")
+    ap.add_argument("--t0", type=float,
+                    help="the schedules' zero, a time.monotonic() reading "
+                         "(CLOCK_MONOTONIC, shared by every process): "
+                         "servers started one after another then share "
+                         "one clock; default: now")
     args = ap.parse_args()
 
-    schedule = sorted((float(a), float(b)) for a, b in
-                      (item.split(":") for item in args.schedule.split(",")))
-    worker = Worker(schedule, args.base_ms / 1000.0)
+    base = (parse_schedule(args.latency) if args.latency
+            else [(0.0, args.base_ms)])
+    worker = Worker(parse_schedule(args.schedule), base)
+    if args.t0 is not None:
+        worker.start = worker.next_free = args.t0
+    stop = threading.Event()
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -93,6 +170,15 @@ def main():
         def do_GET(self):
             if self.path == "/stats":
                 body = json.dumps(worker.stats(args.slo_ms / 1000.0)).encode()
+            elif self.path == "/stop":
+                body = b"stopping\n"
+                stop.set()
+            elif worker.refusing(time.monotonic()):
+                # A kept-alive connection's next request while refusing:
+                # the connection closes unanswered, as a server that went
+                # away would close it.
+                self.close_connection = True
+                return
             else:
                 worker.serve()
                 body = b"ok\n"
@@ -105,21 +191,52 @@ def main():
         def log_message(self, *a):
             pass
 
-    class Server(ThreadingHTTPServer):
-        daemon_threads = True
-        request_queue_size = 1024
-
-        def handle_error(self, request, client_address):
+    def handle(conn, addr):
+        try:
+            Handler(conn, addr, None)
+        except OSError:
             # A client that hangs up mid-answer (ab -t at its deadline) is
             # normal here, not worth a traceback.
             pass
+        finally:
+            conn.close()
 
-    server = Server(("127.0.0.1", args.port), Handler)
+    def listen(port):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        s.listen(1024)
+        return s
+
+    sock = listen(args.port)
+    port = sock.getsockname()[1]
     if args.ready_file:
         with open(args.ready_file, "w") as f:
-            f.write(str(server.server_address[1]))
-    threading.Timer(args.lifetime, server.shutdown).start()
-    server.serve_forever()
+            f.write(str(port))
+    deadline = worker.start + args.lifetime
+    while not stop.is_set() and time.monotonic() < deadline:
+        refusing = worker.refusing(time.monotonic())
+        if refusing and sock is not None:
+            sock.close()
+            sock = None
+        elif not refusing and sock is None:
+            sock = listen(port)
+        if sock is None:
+            time.sleep(0.01)
+            continue
+        ready, _, _ = select.select([sock], [], [], 0.05)
+        if ready:
+            try:
+                conn, addr = sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=handle, args=(conn, addr),
+                             daemon=True).start()
+    if sock is not None:
+        sock.close()
+    if args.log_dir:
+        seconds = int(time.monotonic() - worker.start)
+        worker.write_logs(args.log_dir, args.slo_ms / 1000.0, seconds)
 
 
 if __name__ == "__main__":

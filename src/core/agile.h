@@ -217,9 +217,12 @@ struct agile_config {
 #define AGILE_PROBE_QUIET 0.05   /* rule c probes while the p50 sits
                                      within this share above the
                                      baseline */
-#define AGILE_PROBE_MAX_STEP 0.2  /* the largest accelerated step: under
-                                     1.1 / 0.9, so a probe cannot jump over
-                                     the band within 10% of a capacity */
+#define AGILE_PROBE_MAX_STEP 0.6  /* the largest accelerated step: 5, 10,
+                                     20, 40, then 60% a tick find a
+                                     capacity that came back threefold in
+                                     six ticks (at 20%, eight: issue 15's
+                                     5 s); a step past the capacity is cut
+                                     by rule a to what was delivered */
 
 /* One repair or rejection found by agile_config_validate(). */
 struct agile_problem {

@@ -706,14 +706,14 @@ END_TEST
 /*
  * Rule c: at 0.92 x knee a healthy tick steps up only while its p50 sits
  * within a tenth of the headroom above the baseline (30 ms, window 80 ms:
- * up to 35 ms); then each step in a row doubles, 5%, 10%, and stops at
- * 20%.  A tick above that holds and restarts the series.
+ * up to 35 ms); then each step in a row doubles, 5%, 10%, 20%, 40%, and
+ * stops at 60%.  A tick above that holds and restarts the series.
  */
 START_TEST(controller_probe_at_knee)
 {
 	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
 	struct agile_controller c;
-	const double steps[] = { 0.05, 0.10, 0.20, 0.20, 0.20 };
+	const double steps[] = { 0.05, 0.10, 0.20, 0.40, 0.60 };
 
 	warm(&c, &r, 92);
 	c.knee_rate = 100;
