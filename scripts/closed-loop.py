@@ -38,7 +38,7 @@ Usage: closed-loop.py --build DIR --out DIR [--quick] [--schedules a,b]
 """
 import argparse
 import csv
-import json
+import http.client
 import math
 import os
 import shutil
@@ -264,7 +264,7 @@ def run_batch(build, work, sname, schedule, client, arms):
             try:
                 urllib.request.urlopen("http://127.0.0.1:%d/stop" % port,
                                        timeout=2).read()
-            except OSError:
+            except (OSError, http.client.HTTPException):
                 pass
             p.wait(timeout=10)
     finally:
