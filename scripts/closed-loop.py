@@ -240,7 +240,7 @@ def run_batch(build, work, sname, schedule, client, arms):
             port = servers[name][0]
             argv = client_argv(client, port, duration)
             if rule is not None:
-                argv = [os.path.join(build, "src", "agilerun"),
+                argv = [os.path.join(build, "src", "tools", "agilerun"),
                         "-s", os.path.join(dirs[name], "state"),
                         "-d", "ds=127.0.0.1:%d %s" % (port, rule), "--"] + argv
             clients[name] = subprocess.Popen(
@@ -257,9 +257,10 @@ def run_batch(build, work, sname, schedule, client, arms):
             state = os.path.join(dirs[name], "state")
             if rule is not None and os.path.exists(state):
                 with open(os.path.join(dirs[name], "history.csv"), "w") as f:
-                    subprocess.run([os.path.join(build, "src", "agilestat"),
-                                    "-s", state, "-H"], stdout=f,
-                                   stderr=subprocess.DEVNULL)
+                    subprocess.run(
+                        [os.path.join(build, "src", "tools", "agilestat"),
+                         "-s", state, "-H"],
+                        stdout=f, stderr=subprocess.DEVNULL)
         for name, (port, p) in servers.items():
             try:
                 urllib.request.urlopen("http://127.0.0.1:%d/stop" % port,
