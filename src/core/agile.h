@@ -449,7 +449,8 @@ struct agile_controller {
 	uint32_t span_split;   /* 1 while the span carries a split one */
 	uint32_t cut_from_used; /* 1 when the last cut started from what was
 	                           used: the program was held to its answers */
-	uint32_t pad2;
+	uint32_t cut_ended_cold; /* 1 when the last cut ended cold start: slow
+	                            start's overshoot filled the queue it cut */
 };
 
 /* What the last control step did, for observability and tests. */

@@ -324,6 +324,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_double(&c->span_answers, n->span_answers);
 	agile__store_u32(&c->span_split, n->span_split);
 	agile__store_u32(&c->cut_from_used, n->cut_from_used);
+	agile__store_u32(&c->cut_ended_cold, n->cut_ended_cold);
 	agile__store_double(&c->paired_grants, n->paired_grants);
 	agile__store_double(&c->paired_answers, n->paired_answers);
 	agile__store_u32(&c->paired, n->paired);
@@ -694,14 +695,18 @@ static void rule_d_own_share(struct tick *t)
 
 /* Rule d's second half: a second cut in a row keeps no more of the rate
  * than the share of answers that met the target, unless this cut or the
- * last found the program held to its answers. */
+ * last found the program held to its answers, or the last ended cold
+ * start: slow start's overshoot filled the queue it cut, as a program held
+ * to its answers fills its own, and the tick after reads that queue.  wrk
+ * -c32 at 300 req/s into 200 read every answer at 156 ms, and this cut
+ * took it to the floor of 1 req/s (issue 15). */
 static void rule_d_goodput_cut(const struct agile_controller *n,
                                struct tick *t)
 {
 	double keep = t->r->goodput_cut * t->inside * t->load;
 
 	if (t->r->goodput_cut > 0 && n->cutting && !n->cut_from_used &&
-	    !t->held && t->next > keep)
+	    !n->cut_ended_cold && !t->held && t->next > keep)
 		t->next = keep;
 }
 
@@ -770,8 +775,10 @@ static void rule_a_knee(struct agile_controller *n, const struct tick *t)
 		n->knee_rate = t->delivered;
 	else if (learns && t->congested && (n->cut_from_used || t->held))
 		n->knee_rate = t->delivered;
-	if (cut_now)
+	if (cut_now) {
 		n->cut_from_used = t->load < t->rate;
+		n->cut_ended_cold = t->measured && t->cold;
+	}
 	/* While a cut's backlog drains the downstream works flat out, so what
 	 * it delivers then is the better measure of its capacity: the tick
 	 * that cut saw answers lag by the queue it was building. */

@@ -189,6 +189,8 @@ static int delivered_rules_off(const struct agile_controller *c,
 		{ "controller.span_split", agile__load_u32(&c->span_split) },
 		{ "controller.cut_from_used",
 		  agile__load_u32(&c->cut_from_used) },
+		{ "controller.cut_ended_cold",
+		  agile__load_u32(&c->cut_ended_cold) },
 		{ "controller.backlog_ms", agile__load_u32(&c->backlog_ms) },
 		{ "controller.increase_streak",
 		  agile__load_i32(&c->increase_streak) },
@@ -269,6 +271,8 @@ int agile_controller_validate(const struct agile_controller *c,
 		{ "controller.paired", agile__load_u32(&c->paired) },
 		{ "controller.span_split", agile__load_u32(&c->span_split) },
 		{ "controller.cut_from_used", agile__load_u32(&c->cut_from_used) },
+		{ "controller.cut_ended_cold",
+		  agile__load_u32(&c->cut_ended_cold) },
 	};
 	const struct {
 		const char *field;
@@ -302,10 +306,6 @@ int agile_controller_validate(const struct agile_controller *c,
 		return reject(why, "controller.last_action",
 		              "controller.last_action (%" PRIu32 ") is not an "
 		              "action; there are %d.", action, AGILE_ACTION_COUNT);
-	if (agile__load_u32(&c->pad2) != 0)
-		return reject(why, "controller.pad2",
-		              "controller.pad2 must be 0; nothing but garbage "
-		              "writes it.");
 	if (agile__load_u32(&c->backlog_ms) >
 	    agile__backlog_most_ms(r->tick_ns))
 		return reject(why, "controller.backlog_ms",

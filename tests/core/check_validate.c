@@ -401,8 +401,8 @@ START_TEST(validate_names_each_controller_field)
 	l.loop.ctl.last_action = AGILE_ACTION_COUNT;
 	ck_assert_str_eq(verdict(&l, now), "controller.last_action");
 	init_100(&l, now);
-	l.loop.ctl.pad2 = 1;
-	ck_assert_str_eq(verdict(&l, now), "controller.pad2");
+	l.loop.ctl.cut_ended_cold = 2;
+	ck_assert_str_eq(verdict(&l, now), "controller.cut_ended_cold");
 	/* The quantile guard (tail_tolerance 0 without an SLO) never writes
 	 * the ratio guard's share... */
 	init_100(&l, now);
