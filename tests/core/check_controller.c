@@ -609,6 +609,26 @@ START_TEST(controller_delivered_deficit_on_a_healthy_tick)
 }
 END_TEST
 
+/* Rule a and refused calls: the tick a downstream starts refusing, 185
+ * grants went out and 74 were answered, in 23 ms; the other 105 were
+ * refused.  They owe no answer (issue 15: counted as a queue's, they cut
+ * the rate to the probe rate before the outage rule had a say); the tick
+ * only lowers the floor to the probe rate. */
+START_TEST(controller_delivered_refused_calls_are_no_deficit)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+	struct agile_tick_input in = {.hist = samples(74, 23 * MS), .used = 185,
+	                              .answered = 74, .unreachable = 105,
+	                              .elapsed_s = 1.0};
+
+	warm(&c, &r, 185);
+	ck_assert_double_eq(agile_controller_step(&c, &r, &in), 185);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_uint_eq(c.probe_mode, 1);
+}
+END_TEST
+
 /* Rule a while a backlog drains: 100 granted, 140 answered, slowly, after
  * a cut.  The cut is already working: no second cut on the backlog's
  * latency, and the knee rises to what the downstream delivered flat out.
@@ -1341,6 +1361,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_delivered_deficit_cuts_at_once);
 	tcase_add_test(tc, controller_delivered_deficit_on_a_healthy_tick);
 	tcase_add_test(tc, controller_delivered_draining_holds);
+	tcase_add_test(tc, controller_delivered_refused_calls_are_no_deficit);
 	tcase_add_test(tc, controller_delivered_needs_paired_answers);
 	tcase_add_test(tc, controller_knee_ramp_returns_without_agreement);
 	tcase_add_test(tc, controller_probe_at_knee);
