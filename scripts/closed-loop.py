@@ -210,7 +210,10 @@ def run_batch(build, work, sname, schedule, client, arms):
     """Every arm of one schedule and client at once; returns {arm:
     ([(arrival_s, latency_ms)], [rate at each second's end, or None])}."""
     duration = schedule["duration"]
-    t0 = time.monotonic() + 2.0
+    # The schedules' zero, shared by every arm's downstream: time enough
+    # for eight Python servers to start on a busy machine (their own
+    # start-up took over 2 s at a load average of 14).
+    t0 = time.monotonic() + 3.0
     wall_t0 = time.time() + (t0 - time.monotonic())
     servers, clients, dirs = {}, {}, {}
     try:
@@ -230,7 +233,7 @@ def run_batch(build, work, sname, schedule, client, arms):
                     os.path.join(d, "downstream.err"), "w")))
         for name, _, _ in arms:
             ready = os.path.join(dirs[name], "ready")
-            for _ in range(100):
+            for _ in range(750):
                 if os.path.exists(ready) and os.path.getsize(ready) > 0:
                     break
                 time.sleep(0.02)

@@ -45,7 +45,8 @@
  *
  *  a. Delivered rate (delivered_share; rate limiters only, and only when the
  *     caller measured the tick).  The tick's answers per second say what the
- *     downstream actually delivered.  When they lag the grants by more than
+ *     downstream actually delivered.  When they lag the grants (less the
+ *     calls refused, which owe no answer) by more than
  *     AGILE_DEFICIT_SHARE of them plus two answers, a queue is growing: the
  *     tick cuts at once, whatever the latency and the hysteresis say yet, to
  *     at most delivered_share x delivered minus the excess it sent, so the
@@ -91,7 +92,8 @@
  *     cut that started from what was used: a program held to its answers
  *     queues no more than its own connections, and its slow answers are
  *     that queue, which a cut drains, not a downstream that can answer
- *     nothing inside the SLO.
+ *     nothing inside the SLO.  Nor right after the cut that ended cold
+ *     start: slow start's overshoot filled that queue itself.
  *
  * The same four rules hold for a real program, whose signal is lumpy where
  * a simulated backlog's is smooth.  ab -c 16 paced at its sends takes its
