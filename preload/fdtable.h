@@ -138,6 +138,8 @@ struct agile_fd {
 	                             duplicated from or to; 0 none */
 	uint8_t http2;            /* 1: the client sent HTTP/2's connection
 	                             preface (http2.h) */
+	uint16_t h2conn;          /* its entry in the side pool of HTTP/2
+	                             connections (h2conn.h), 0 none */
 	struct agile_tls tls;     /* the connection's TLS records (tls.h) */
 	int64_t tls_start_ns;     /* TLS 1.3's first request, answered, whose
 	                             round trip the ticket rule holds open: its

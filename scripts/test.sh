@@ -61,7 +61,8 @@ want() {
 # (PostgreSQL's server and psql for goodbye.sh and postgres_tls.sh, which
 # start their own cluster; MariaDB's server and client for mariadb_tls.sh,
 # likewise, and its mysqlslap, and memcached with libmemcached's memcslap,
-# for goodbye_mysql_memcached.sh; nghttpd, h2load and nghttp for http2.sh;
+# for goodbye_mysql_memcached.sh; nghttpd, h2load and nghttp for http2.sh
+# and http2_pacing.sh, with Python's h2 for the latter's server;
 # libnghttp2 for check_h2walk and fuzz_http2, whose HPACK decoder opens it;
 # openssl for the certificates of the TLS tests),
 # and what the fault tests use (valgrind; setpriv and mount from
@@ -70,7 +71,8 @@ want() {
 packages=(gcc make autoconf automake libtool pkg-config check libbsd-dev
 	curl python3 apache2-utils redis-server redis-tools procps
 	postgresql-15 mariadb-server mariadb-client memcached
-	libmemcached-tools nghttp2-server nghttp2-client libnghttp2-14 openssl valgrind
+	libmemcached-tools nghttp2-server nghttp2-client libnghttp2-14 python3-h2
+	openssl valgrind
 	util-linux liburing-dev golang-go)
 # bc for the tests' sums of timestamps; mount(8), for state_files.sh's tmpfs
 # cases, is the mount package's, not util-linux's.

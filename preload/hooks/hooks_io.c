@@ -28,19 +28,28 @@
  * `iov` and `count` are the bytes it sends (NULL when they are not in
  * memory, as for sendfile), for the TLS walker (tls.h) and proto=http
  * (http.c). */
-#define SEND_LIKE(type, fd, iov, count, call) do { \
+#define SEND_LIKE(type, fd, iov, count, call) \
+	SEND_LIKE_CUT(type, fd, iov, count, call, call)
+
+/* The same for a send that can be made with fewer bytes: `cut_call` is the
+ * call made with the first `limit_` bytes only, when the tracking says to
+ * stop there (an HTTP/2 send carrying the HEADERS of several new streams
+ * goes up to the second one's, track.h). */
+#define SEND_LIKE_CUT(type, fd, iov, count, call, cut_call) do { \
 	struct agile_fd *t0_ = agile__hook_tracked(fd); \
 	if (t0_ == NULL) \
 		return call; \
-	SEND_TRACKED(type, t0_, iov, count, call); \
+	SEND_TRACKED(type, t0_, iov, count, call, cut_call); \
 } while (0)
 
 /* SEND_LIKE's tracked half, for the entry `t` of the fd. */
-#define SEND_TRACKED(type, t, iov, count, call) do { \
+#define SEND_TRACKED(type, t, iov, count, call, cut_call) do { \
 	struct agile_fd *t_ = (t); \
 	const struct iovec *iov_ = (iov); \
 	int count_ = (count); \
-	int64_t start_ = agile__track_before_send(t_, iov_, count_); \
+	size_t limit_ = SIZE_MAX; \
+	int64_t start_ = agile__track_before_send(t_, iov_, count_, \
+	                                          &limit_); \
 	type r_; \
 	if (start_ == AGILE_SEND_PASS) \
 		return call; \
@@ -52,7 +61,7 @@
 		errno = EINTR; \
 		return -1; \
 	} \
-	r_ = call; \
+	r_ = limit_ == SIZE_MAX ? (call) : (cut_call); \
 	agile__track_after_send(t_, (ssize_t)r_, errno, start_, iov_, count_); \
 	return r_; \
 } while (0)
@@ -127,6 +136,45 @@ static type hook_##name(ARGS_OF params) \
 /* One buffer as an iovec array of one. */
 #define ONE(buf, len) (&(struct iovec){ (void *)(buf), (len) })
 
+/* The first `limit` bytes of iov[0, count) as a copy of at most
+ * AGILE_SEND_CUT_IOV_MAX iovecs (the tracking cuts no longer array);
+ * returns the copy's count. */
+static int iov_cut(const struct iovec *iov, int count, size_t limit,
+                   struct iovec *out)
+{
+	int n = 0;
+
+	for (int i = 0; i < count && n < AGILE_SEND_CUT_IOV_MAX && limit > 0;
+	     i++) {
+		out[n] = iov[i];
+		if (out[n].iov_len > limit)
+			out[n].iov_len = limit;
+		limit -= out[n].iov_len;
+		n++;
+	}
+	return n;
+}
+
+static ssize_t writev_cut(int fd, const struct iovec *iov, int count,
+                          size_t limit)
+{
+	struct iovec cut[AGILE_SEND_CUT_IOV_MAX];
+
+	return agile__libc.writev(fd, cut, iov_cut(iov, count, limit, cut));
+}
+
+/* `copy` is the program's msghdr, read already: sent with its iovecs cut. */
+static ssize_t sendmsg_cut(int fd, struct msghdr *copy, int flags,
+                           size_t limit)
+{
+	struct iovec cut[AGILE_SEND_CUT_IOV_MAX];
+
+	copy->msg_iovlen = (size_t)iov_cut(copy->msg_iov,
+	                                   (int)copy->msg_iovlen, limit, cut);
+	copy->msg_iov = cut;
+	return agile__libc.sendmsg(fd, copy, flags);
+}
+
 static size_t iov_total(const struct iovec *iov, int count)
 {
 	size_t n = 0;
@@ -139,7 +187,8 @@ static size_t iov_total(const struct iovec *iov, int count)
 FAST_HOOK(ssize_t, send, (int fd, const void *buf, size_t len, int flags),
           (fd, buf, len, flags), fd, send,
           SEND_TRACKED(ssize_t, t, ONE(buf, len), 1,
-                       agile__libc.send(fd, buf, len, flags)))
+                       agile__libc.send(fd, buf, len, flags),
+                       agile__libc.send(fd, buf, limit_, flags)))
 
 /*
  * TCP Fast Open without connect(): MSG_FASTOPEN with an address connects
@@ -174,8 +223,10 @@ static ssize_t hook_sendto(int fd, const void *buf, size_t len, int flags,
 		errno = -refused;
 		return -1;
 	}
-	SEND_LIKE(ssize_t, fd, ONE(buf, len), 1,
-	          agile__libc.sendto(fd, buf, len, flags, addr, addrlen));
+	SEND_LIKE_CUT(ssize_t, fd, ONE(buf, len), 1,
+	              agile__libc.sendto(fd, buf, len, flags, addr, addrlen),
+	              agile__libc.sendto(fd, buf, limit_, flags, addr,
+	                                 addrlen));
 }
 
 /* The msghdr is the program's: read from a copy, and only when the
@@ -197,8 +248,9 @@ static ssize_t hook_sendmsg(int fd, const struct msghdr *msg, int flags)
 	if (copy.msg_iovlen > IOV_MAX ||
 	    !agile__iov_array_readable(copy.msg_iov, (long)copy.msg_iovlen))
 		return agile__libc.sendmsg(fd, msg, flags);
-	SEND_LIKE(ssize_t, fd, copy.msg_iov, (int)copy.msg_iovlen,
-	          agile__libc.sendmsg(fd, msg, flags));
+	SEND_LIKE_CUT(ssize_t, fd, copy.msg_iov, (int)copy.msg_iovlen,
+	              agile__libc.sendmsg(fd, msg, flags),
+	              sendmsg_cut(fd, &copy, flags, limit_));
 }
 
 /* Several messages: no one run of bytes to read. */
@@ -211,7 +263,8 @@ static int hook_sendmmsg(int fd, struct mmsghdr *vec, unsigned int n,
 FAST_HOOK(ssize_t, write, (int fd, const void *buf, size_t len),
           (fd, buf, len), fd, write,
           SEND_TRACKED(ssize_t, t, ONE(buf, len), 1,
-                       agile__libc.write(fd, buf, len)))
+                       agile__libc.write(fd, buf, len),
+                       agile__libc.write(fd, buf, limit_)))
 
 /* The iovec array is the program's: looked at only when the kernel would
  * accept it (usermem.h). */
@@ -222,7 +275,8 @@ static ssize_t hook_writev(int fd, const struct iovec *iov, int count)
 	if (t == NULL || !agile__iov_array_readable(iov, count))
 		return agile__libc.writev(fd, iov, count);
 	SEND_TRACKED(ssize_t, t, iov, count,
-	             agile__libc.writev(fd, iov, count));
+	             agile__libc.writev(fd, iov, count),
+	             writev_cut(fd, iov, count, limit_));
 }
 
 /* The request comes from a file: nothing to read. */

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 
 #include "clock.h"
+#include "h2conn.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -155,6 +156,7 @@ static struct agile_fd *begin_connection(int fd, int dest,
 	t->stdio_inode = 0;
 	__atomic_store_n(&t->peer, 0, __ATOMIC_RELAXED);
 	store8(&t->http2, 0);
+	agile__h2conn_release(t, 0, NULL);
 	agile__tls_reset(&t->tls);
 	__atomic_store_n(&t->tls_start_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->tls_end_ns, 0, __ATOMIC_RELAXED);

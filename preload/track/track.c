@@ -27,6 +27,7 @@
 #include "inbound.h"
 #include "fleet.h"
 #include "goodbye.h"
+#include "h2conn.h"
 #include "http2.h"
 #include "internal.h"
 #include "log.h"
@@ -164,9 +165,113 @@ static bool may_start_request(const struct agile_fd *t,
 	       AGILE_TLS_SEND_HELLO;
 }
 
-int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
-                                 int count)
+static uint8_t answered_state(const struct agile_fd *t);
+
+/* A stream's round trip ended (h2conn.h): a sample, or a truncation. */
+static void h2_ended(struct agile_fd *t, int64_t rtt_ns, int64_t now,
+                     bool answered)
 {
+	struct agile_state_slot *s = slot_of(t);
+
+	if (answered) {
+		agile_rate_observe(&s->limiter, rtt_ns);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, rtt_ns,
+		                          now);
+	} else {
+		agile_rate_observe_truncated(&s->limiter, rtt_ns);
+		agile__add_u64(&s->truncated, 1);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED,
+		                          rtt_ns, now);
+	}
+	agile__destinations_tick(t->dest, s, now);
+}
+
+/*
+ * HTTP/2: each new stream is a request (docs/http2.md).  A send opening
+ * none (SETTINGS, PING, WINDOW_UPDATE, DATA, trailers, RST_STREAM, GOAWAY)
+ * takes no grant and waits for nothing.  A send opening one waits for a
+ * grant; the connection's own grant, taken at connect and not yet waited
+ * for, covers its first stream.  A send opening several is cut at the
+ * second one's frame (*limit) once the ceiling binds: h2load -m 10 writes
+ * the HEADERS of ten streams in one call, and a wait for ten grants before
+ * it would let the ten out together every half second at 20/s.  While the
+ * grants are due at once (the rate far above the load), the send goes
+ * whole, each stream taking its grant: cutting it then would only multiply
+ * the program's system calls (h2load -m 10: 17,000 requests a second
+ * instead of 76,000).  Due means within a millisecond (H2_DUE_NS): at a
+ * rate of a million a second the grants of one send are microseconds
+ * apart, and the send would be cut for them.  The first grant that is not due is kept as the
+ * socket's for its next send (*pending) and the send is cut.  Under
+ * pace=connect only the connection's grant is waited for.  Returns the
+ * request state the send goes on with.
+ */
+#define H2_DUE_NS AGILE_NS_PER_MS
+
+static uint8_t h2_send(struct agile_fd *t, struct agile_state_slot *s,
+                       int64_t now, const struct agile_h2_plan *plan,
+                       int count, size_t *limit, int64_t *pending,
+                       uint8_t request)
+{
+	int64_t first;
+
+	if (plan->opens == 0 ||
+	    agile__destinations_pace(t->dest) != AGILE_PACE_REQUEST)
+		return plan->opens > 0 && request == AGILE_REQ_GRANTED
+		       ? AGILE_REQ_GRANTED : AGILE_REQ_IN_FLIGHT;
+	if (request != AGILE_REQ_GRANTED)
+		__atomic_store_n(&t->grant_ns,
+		                 agile__destinations_take(t->dest, s, now),
+		                 __ATOMIC_RELEASE);
+	if (plan->opens == 1)
+		return AGILE_REQ_GRANTED;
+	if (count > AGILE_SEND_CUT_IOV_MAX) {
+		/* No cut: one grant a stream, the send waits for the last. */
+		int64_t last = 0;
+
+		for (uint32_t i = 1; i < plan->opens; i++)
+			last = agile__destinations_take(t->dest, s, now);
+		__atomic_store_n(&t->grant_ns, last, __ATOMIC_RELEASE);
+		return AGILE_REQ_GRANTED;
+	}
+	first = __atomic_load_n(&t->grant_ns, __ATOMIC_ACQUIRE);
+	if (first <= now + H2_DUE_NS) {
+		for (uint32_t i = 1; i < plan->opens; i++) {
+			int64_t next = agile__destinations_take(t->dest, s, now);
+
+			if (next > now + H2_DUE_NS) {
+				*pending = next;
+				break;
+			}
+		}
+		if (*pending == 0)
+			return AGILE_REQ_GRANTED; /* all due: the whole send */
+	}
+	*limit = plan->cut;
+	return AGILE_REQ_GRANTED;
+}
+
+/* Does this send begin with HTTP/2's client preface, on a connection
+ * that has no walker yet?  Then it gets one (h2conn.h), before the send,
+ * so that the preface's own send, which nghttp2's clients fill with their
+ * first streams' HEADERS too, is planned like every later one. */
+static void h2_preface(struct agile_fd *t, const struct iovec *iov, int count)
+{
+	if (iov == NULL || count < 1 || iov[0].iov_len == 0 ||
+	    *(const char *)iov[0].iov_base != 'P' || load8(&t->http2) ||
+	    __atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE) != 0 ||
+	    !agile__h2_preface(iov[0].iov_base, iov[0].iov_len))
+		return;
+	if (!agile__h2conn_open(t))
+		agile__log(AGILE_LOG_WARN, "fd %d: no room for another "
+		           "HTTP/2 connection: it is paced per connection",
+		           fd_of(t));
+}
+
+int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
+                                 int count, size_t *limit)
+{
+	struct agile_h2_plan plan;
+	int64_t pending = 0;
 	int saved = errno;
 	uint8_t request = load8(&t->request);
 	uint64_t conn = __atomic_load_n(&t->conn_id, __ATOMIC_RELAXED);
@@ -197,7 +302,12 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	else if (agile__tls_stage(&t->tls) == AGILE_TLS_OFF &&
 	         agile__tls_starts_hello(iov, count))
 		agile__track_start_tls(t);
-	if (!may_start_request(t, iov, count))
+	h2_preface(t, iov, count);
+	plan.stream = 0;
+	if (agile__h2conn_plan(t, iov, count, iov_total(iov, count), &plan))
+		request = h2_send(t, s, now, &plan, count, limit, &pending,
+		                  request);
+	else if (!may_start_request(t, iov, count))
 		request = AGILE_REQ_IN_FLIGHT; /* nothing to wait for */
 	switch (request) {
 	case AGILE_REQ_NEEDS_GRANT: {
@@ -222,6 +332,9 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	default:
 		break;
 	}
+	/* The grant h2_send took for the next stream, not due yet. */
+	if (pending != 0)
+		__atomic_store_n(&t->grant_ns, pending, __ATOMIC_RELEASE);
 	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;
@@ -236,6 +349,10 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	    (!load8(&t->tracked) ||
 	     __atomic_load_n(&t->conn_id, __ATOMIC_RELAXED) != conn))
 		return AGILE_SEND_CLOSED;
+	/* The stream's answer may be read by another thread before this
+	 * one has walked the send: in the table first. */
+	if (plan.stream != 0)
+		agile__h2conn_opening(t, plan.stream, now);
 	return now;
 }
 
@@ -253,6 +370,9 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 		errno = error;
 		return;
 	}
+	/* Nothing went: the stream the send was to open did not open. */
+	if (result <= 0 && __atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE) != 0)
+		agile__h2conn_sent(t, iov, count, result, 0, 0, h2_ended);
 	if (result < 0) {
 		if (is_unreachable(error) &&
 		    load8(&t->phase) == AGILE_FD_CONNECTING) {
@@ -286,6 +406,28 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 	    agile__h2_preface(data, data_len < (size_t)result
 	                            ? data_len : (size_t)result))
 		store8(&t->http2, 1);
+	/* On a walked HTTP/2 connection the streams are the requests, their
+	 * round trips in the side pool's table (h2conn.h): the next stream
+	 * after one opened takes a grant (h2_send). */
+	if (__atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE) != 0) {
+		int opened;
+
+		agile__enter();
+		opened = agile__h2conn_sent(t, iov, count, result, start_ns,
+		                            agile__now_ns(), h2_ended);
+		agile__leave();
+		if (opened > 0) {
+			/* A grant already taken for the next stream is its. */
+			store8(&t->request,
+			       __atomic_load_n(&t->grant_ns, __ATOMIC_ACQUIRE)
+			       ? AGILE_REQ_GRANTED : answered_state(t));
+			agile__track_watch(fd_of(t));
+		}
+		if (opened >= 0) {
+			errno = error;
+			return;
+		}
+	}
 	request = load8(&t->request);
 	if (request != AGILE_REQ_IN_FLIGHT) {
 		const struct agile_resilience_config *c =
@@ -509,6 +651,32 @@ static void tls_received(struct agile_fd *t, unsigned bits)
 	agile__leave();
 }
 
+/* A read on a connection with an HTTP/2 walker: true when it is all
+ * recorded; false to go on by the byte-level rules (an end of file or a
+ * reset, after the streams in flight are truncated, or bytes that turned
+ * out not to be HTTP/2). */
+static bool h2_received(struct agile_fd *t, ssize_t result,
+                        const struct iovec *iov, int count, bool peek)
+{
+	int64_t now;
+	bool walked = false;
+
+	if (peek && result > 0)
+		return true;
+	agile__enter();
+	now = agile__now_ns();
+	if (result > 0) {
+		walked = agile__h2conn_received(t, iov, count, (size_t)result,
+		                                now, h2_ended);
+		if (walked)
+			store8(&t->phase, AGILE_FD_CONNECTED);
+	} else {
+		agile__h2conn_end(t, now, h2_ended);
+	}
+	agile__leave();
+	return walked;
+}
+
 void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
                              size_t asked, const struct iovec *iov, int count,
                              bool peek)
@@ -544,6 +712,13 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 			errno = error;
 			return;
 		}
+	}
+	/* A walked HTTP/2 connection: each response HEADERS ends its own
+	 * stream's round trip (h2conn.h); a peek's bytes come again. */
+	if (__atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE) != 0 &&
+	    h2_received(t, result, iov, count, peek)) {
+		errno = error;
+		return;
 	}
 	/* This read may end a request (its own or its duplicate's) or
 	 * classify a connect. */
@@ -699,6 +874,7 @@ void agile__track_close(int fd, struct agile_fd *t)
 		truncate_request(t);
 	}
 	agile__resilience_close(t); /* its permit, its breaker call */
+	agile__h2conn_release(t, agile__now_ns(), h2_ended);
 	agile__fd_untrack(fd);
 	agile__leave();
 	errno = saved;
@@ -777,6 +953,7 @@ void agile__track_dup(int oldfd, int newfd)
 		to->tls_start_ns = __atomic_exchange_n(&from->tls_start_ns, 0,
 		                                       __ATOMIC_ACQ_REL);
 		to->http2 = load8(&from->http2);
+		agile__h2conn_dup(from, to);
 		to->peer = oldfd + 1;
 		__atomic_store_n(&from->peer, newfd + 1, __ATOMIC_RELAXED);
 		if (to->request == AGILE_REQ_IN_FLIGHT &&

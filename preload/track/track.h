@@ -89,8 +89,17 @@ int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len);
 #define AGILE_SEND_PASS (-1)
 #define AGILE_SEND_CLOSED (-2)
 #define AGILE_SEND_INTERRUPTED (-3)
+/* *limit, SIZE_MAX on entry, may come back smaller: make the call with
+ * that many bytes only and return its short count, as a stream socket may.
+ * On an HTTP/2 connection (h2conn.h) a send carrying the HEADERS of several
+ * new streams goes up to the second one's frame, after the first one's
+ * grant, and the program's next send waits for the next grant, so that
+ * the requests are spaced rather than let out in a bunch.  A send of more
+ * than AGILE_SEND_CUT_IOV_MAX iovecs is never cut: it waits for one grant
+ * a stream instead. */
+#define AGILE_SEND_CUT_IOV_MAX 64
 int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
-                                 int count);
+                                 int count, size_t *limit);
 /* After it: `result` is its return value (> 0 means that many of the bytes
  * went out) and `error` its errno when it failed.  The TLS walker reads
  * the bytes sent, proto=http the request line in the first buffer. */

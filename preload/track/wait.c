@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "h2conn.h"
 #include "symbols.h"
 #include "track_internal.h"
 
@@ -83,9 +84,12 @@ static int watch_prepare(struct pollfd *pfd)
 		struct agile_fd *t = agile__fd_lookup(fd);
 
 		if (t == NULL ||
-		    __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
-		    AGILE_REQ_IN_FLIGHT ||
-		    __atomic_load_n(&t->response_ns, __ATOMIC_ACQUIRE) != 0) {
+		    (__atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE) != 0
+		     ? !agile__h2conn_waiting(t)
+		     : __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
+		       AGILE_REQ_IN_FLIGHT ||
+		       __atomic_load_n(&t->response_ns, __ATOMIC_ACQUIRE) !=
+		       0)) {
 			watch_mark(fd, false);
 			continue;
 		}
@@ -164,9 +168,12 @@ static bool interrupt_reported(int fd)
  * the handler expects to fail with EINTR (interrupt_reported): then it
  * returns true, early.  -1: never early.
  */
+#define H2_PEEK_AGAIN_NS (2 * AGILE_NS_PER_MS)
+
 bool agile__track_wait_on(int64_t planned, int interruptible_fd)
 {
 	struct pollfd pfd[WATCH_MAX];
+	bool stale;
 
 	for (;;) {
 		int64_t now = agile__now_ns();
@@ -203,6 +210,7 @@ bool agile__track_wait_on(int64_t planned, int interruptible_fd)
 		if (rc == 0 || n == 0)
 			continue;
 		now = agile__now_ns();
+		stale = false;
 		for (int i = 0; i < n; i++) {
 			struct agile_fd *t;
 			int64_t zero = 0;
@@ -211,10 +219,22 @@ bool agile__track_wait_on(int64_t planned, int interruptible_fd)
 			                        POLLERR)) ||
 			    (t = agile__fd_lookup(pfd[i].fd)) == NULL)
 				continue;
+			if (__atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE)) {
+				stale |= !agile__h2conn_peek(t, pfd[i].fd, now);
+				continue;
+			}
 			__atomic_compare_exchange_n(&t->response_ns, &zero,
 			                            now, false,
 			                            __ATOMIC_ACQ_REL,
 			                            __ATOMIC_ACQUIRE);
+		}
+		/* An HTTP/2 connection's bytes, peeked at already, stay
+		 * readable: no poll until a little later (h2conn.h). */
+		if (stale) {
+			busy = agile__busy_suspend();
+			agile__sleep_until(now + H2_PEEK_AGAIN_NS < planned
+			                   ? now + H2_PEEK_AGAIN_NS : planned);
+			agile__busy_resume(busy);
 		}
 	}
 }

@@ -1,0 +1,346 @@
+/*
+ * h2conn.c - the side pool of HTTP/2 connections (h2conn.h).
+ *
+ * A fixed array of pointers, each entry allocated when its connection
+ * sends the preface and freed when its last descriptor lets it go.  1,024
+ * connections speaking HTTP/2 at once is far more than a client keeps
+ * (one per origin is the rule of RFC 9113 section 9.1); past it a new
+ * connection keeps the byte-level rules, which pace it per connection.
+ *
+ * Rejected: the walker in struct agile_fd.  The table has an entry per
+ * possible descriptor and the walker is about 70 bytes; the per-stream
+ * table to come (docs/http2.md) is kilobytes.  Every connection would pay
+ * for what only HTTP/2 ones use.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+
+#include "h2conn.h"
+#include "symbols.h"
+
+#define H2CONN_MAX 1024
+/* Streams in flight a connection's table holds: nghttpd allows 100
+ * concurrent streams by default, curl's --parallel-max is 50. */
+#define H2CONN_STREAMS 128
+
+/* A stream in flight: id 0 is a free slot.  The sender claims a slot by
+ * its id, then stores the start; whoever ends the stream takes the start
+ * (exchanged with 0, so that it ends once) and frees the slot. */
+struct h2stream {
+	uint32_t id;
+	int64_t start_ns;
+	int64_t ready_ns; /* its answer seen by a peek, 0 not (peek) */
+};
+
+struct h2conn {
+	struct agile_h2 walk; /* the connection's two flows */
+	uint32_t refs;        /* descriptors naming it */
+	uint32_t peeked;      /* bytes the last peek saw, 0 when read since */
+	struct h2stream streams[H2CONN_STREAMS];
+};
+
+/* Slot i holds the entry of index i + 1. */
+static struct h2conn *pool[H2CONN_MAX];
+
+static struct h2conn *entry_of(const struct agile_fd *t)
+{
+	uint16_t index = __atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE);
+
+	if (index == 0 || index > H2CONN_MAX)
+		return NULL;
+	return __atomic_load_n(&pool[index - 1], __ATOMIC_ACQUIRE);
+}
+
+bool agile__h2conn_open(struct agile_fd *t)
+{
+	struct h2conn *c;
+
+	agile__h2conn_release(t, 0, NULL);
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		return false;
+	agile__h2_reset(&c->walk, AGILE_H2_CLIENT);
+	c->refs = 1;
+	for (int i = 0; i < H2CONN_MAX; i++) {
+		struct h2conn *none = NULL;
+
+		if (__atomic_load_n(&pool[i], __ATOMIC_RELAXED) == NULL &&
+		    __atomic_compare_exchange_n(&pool[i], &none, c, false,
+		                                __ATOMIC_ACQ_REL,
+		                                __ATOMIC_RELAXED)) {
+			__atomic_store_n(&t->h2conn, (uint16_t)(i + 1),
+			                 __ATOMIC_RELEASE);
+			return true;
+		}
+	}
+	free(c);
+	return false;
+}
+
+bool agile__h2conn_plan(const struct agile_fd *t, const struct iovec *iov,
+                        int count, size_t len, struct agile_h2_plan *plan)
+{
+	struct h2conn *c = entry_of(t);
+
+	if (c == NULL || iov == NULL ||
+	    agile__h2_stage(&c->walk.out) == AGILE_H2_OFF)
+		return false;
+	agile__h2_plan(&c->walk.out, iov, count, len, plan);
+	return true;
+}
+
+void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
+                           int64_t start_ns)
+{
+	struct h2conn *c = entry_of(t);
+
+	if (c == NULL || stream == 0)
+		return;
+	/* Already there: a kernel's short write cut its frame header, and
+	 * the send of the rest plans it again. */
+	for (int i = 0; i < H2CONN_STREAMS; i++)
+		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) ==
+		    stream)
+			return;
+	for (int i = 0; i < H2CONN_STREAMS; i++) {
+		uint32_t none = 0;
+
+		if (__atomic_compare_exchange_n(&c->streams[i].id, &none,
+		                                stream, false,
+		                                __ATOMIC_ACQ_REL,
+		                                __ATOMIC_RELAXED)) {
+			__atomic_store_n(&c->streams[i].ready_ns, 0,
+			                 __ATOMIC_RELAXED);
+			__atomic_store_n(&c->streams[i].start_ns, start_ns,
+			                 __ATOMIC_RELEASE);
+			return;
+		}
+	}
+}
+
+/* End the streams of the table with ids in [low, high]. */
+static void end_streams(struct agile_fd *t, struct h2conn *c, uint32_t low,
+                        uint32_t high, int64_t now, bool answered,
+                        agile_h2conn_ended_fn *ended)
+{
+	for (int i = 0; i < H2CONN_STREAMS; i++) {
+		struct h2stream *st = &c->streams[i];
+		uint32_t id = __atomic_load_n(&st->id, __ATOMIC_ACQUIRE);
+		int64_t start;
+
+		if (id == 0 || id < low || id > high)
+			continue;
+		start = __atomic_exchange_n(&st->start_ns, 0, __ATOMIC_ACQ_REL);
+		int64_t end = now, ready;
+
+		if (start == 0)
+			continue; /* another thread ended it */
+		ready = __atomic_exchange_n(&st->ready_ns, 0, __ATOMIC_ACQ_REL);
+		if (answered && ready >= start && ready != 0 && ready < now)
+			end = ready;
+		__atomic_store_n(&st->id, 0, __ATOMIC_RELEASE);
+		ended(t, end > start ? end - start : 0, end, answered);
+	}
+}
+
+/* A send failed: the stream it was to open (entered by
+ * agile__h2conn_opening, above every id the sent flow has opened) was not
+ * opened, and leaves the table unsampled. */
+static void drop_unsent(struct h2conn *c)
+{
+	uint32_t last = c->walk.out.last_opened;
+
+	for (int i = 0; i < H2CONN_STREAMS; i++) {
+		struct h2stream *st = &c->streams[i];
+		uint32_t id = __atomic_load_n(&st->id, __ATOMIC_ACQUIRE);
+
+		if (id > last &&
+		    __atomic_exchange_n(&st->start_ns, 0, __ATOMIC_ACQ_REL) != 0)
+			__atomic_store_n(&st->id, 0, __ATOMIC_RELEASE);
+	}
+}
+
+int agile__h2conn_sent(struct agile_fd *t, const struct iovec *iov,
+                       int count, ssize_t result, int64_t start_ns,
+                       int64_t now, agile_h2conn_ended_fn *ended)
+{
+	struct h2conn *c = entry_of(t);
+	struct agile_h2_cursor cursor;
+	struct agile_h2_event ev;
+	int opened = 0;
+
+	if (c == NULL || agile__h2_stage(&c->walk.out) == AGILE_H2_OFF)
+		return -1;
+	if (iov == NULL) {
+		/* Bytes not in memory: the walker would lose its place. */
+		c->walk.out.stage = AGILE_H2_OFF;
+		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		return -1;
+	}
+	if (result <= 0) {
+		drop_unsent(c);
+		return 0;
+	}
+	agile__h2_cursor_init(&cursor, iov, count, (size_t)result);
+	do {
+		agile__h2_next(&c->walk.out, &cursor, &ev);
+		if (ev.type == AGILE_H2_EV_STREAM_OPEN) {
+			/* The send's first stream is in the table already;
+			 * those after it in a send that was not cut enter
+			 * now, timed from the same start. */
+			agile__h2conn_opening(t, ev.stream, start_ns);
+			opened++;
+		}
+		else if (ev.type == AGILE_H2_EV_RST_STREAM)
+			end_streams(t, c, ev.stream, ev.stream, now, false,
+			            ended);
+	} while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
+	if (ev.type == AGILE_H2_EV_OFF) {
+		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		return -1;
+	}
+	return opened;
+}
+
+bool agile__h2conn_received(struct agile_fd *t, const struct iovec *iov,
+                            int count, size_t received, int64_t now,
+                            agile_h2conn_ended_fn *ended)
+{
+	struct h2conn *c = entry_of(t);
+	struct agile_h2_cursor cursor;
+	struct agile_h2_event ev;
+
+	if (c == NULL || agile__h2_stage(&c->walk.out) == AGILE_H2_OFF ||
+	    agile__h2_stage(&c->walk.in) == AGILE_H2_OFF)
+		return false;
+	if (iov == NULL) {
+		/* Bytes not in memory (splice): the walker loses its place. */
+		c->walk.in.stage = AGILE_H2_OFF;
+		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		return false;
+	}
+	__atomic_store_n(&c->peeked, 0, __ATOMIC_RELAXED);
+	agile__h2_cursor_init(&cursor, iov, count, received);
+	for (;;) {
+		agile__h2_next(&c->walk.in, &cursor, &ev);
+		switch (ev.type) {
+		case AGILE_H2_EV_NONE:
+			return true;
+		case AGILE_H2_EV_OFF:
+			/* Not HTTP/2 after all: what is in flight ends. */
+			end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+			return false;
+		case AGILE_H2_EV_HEADERS_END:
+			/* A push's promise answers nothing. */
+			if (!(ev.flags & AGILE_H2_PUSH))
+				end_streams(t, c, ev.stream, ev.stream, now,
+				            true, ended);
+			break;
+		case AGILE_H2_EV_RST_STREAM:
+			end_streams(t, c, ev.stream, ev.stream, now, false,
+			            ended);
+			break;
+		case AGILE_H2_EV_GOAWAY:
+			if (ev.stream < UINT32_MAX)
+				end_streams(t, c, ev.stream + 1, UINT32_MAX,
+				            now, false, ended);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+bool agile__h2conn_waiting(const struct agile_fd *t)
+{
+	struct h2conn *c = entry_of(t);
+
+	if (c == NULL)
+		return false;
+	for (int i = 0; i < H2CONN_STREAMS; i++)
+		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) != 0)
+			return true;
+	return false;
+}
+
+bool agile__h2conn_peek(const struct agile_fd *t, int fd, int64_t now)
+{
+	struct h2conn *c = entry_of(t);
+	struct agile_h2_flow flow;
+	struct agile_h2_event ev;
+	uint8_t buf[8192];
+	ssize_t n;
+	size_t at = 0;
+
+	if (c == NULL)
+		return false;
+	n = agile__libc.recv(fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0 || (uint32_t)n == __atomic_load_n(&c->peeked,
+	                                             __ATOMIC_ACQUIRE))
+		return false;
+	__atomic_store_n(&c->peeked, (uint32_t)n, __ATOMIC_RELEASE);
+	/* A copy: the bytes will be walked for real when the program
+	 * reads them. */
+	flow = c->walk.in;
+	while (at < (size_t)n) {
+		at += agile__h2_walk(&flow, buf + at, (size_t)n - at, &ev);
+		if (ev.type == AGILE_H2_EV_OFF || ev.type == AGILE_H2_EV_NONE)
+			break;
+		if (ev.type != AGILE_H2_EV_HEADERS_END ||
+		    (ev.flags & AGILE_H2_PUSH))
+			continue;
+		for (int i = 0; i < H2CONN_STREAMS; i++) {
+			int64_t zero = 0;
+
+			if (__atomic_load_n(&c->streams[i].id,
+			                    __ATOMIC_ACQUIRE) == ev.stream)
+				__atomic_compare_exchange_n(
+					&c->streams[i].ready_ns, &zero, now,
+					false, __ATOMIC_ACQ_REL,
+					__ATOMIC_RELAXED);
+		}
+	}
+	return true;
+}
+
+void agile__h2conn_end(struct agile_fd *t, int64_t now,
+                       agile_h2conn_ended_fn *ended)
+{
+	struct h2conn *c = entry_of(t);
+
+	if (c != NULL)
+		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+}
+
+void agile__h2conn_dup(const struct agile_fd *from, struct agile_fd *to)
+{
+	struct h2conn *c = entry_of(from);
+
+	agile__h2conn_release(to, 0, NULL);
+	if (c == NULL)
+		return;
+	__atomic_add_fetch(&c->refs, 1, __ATOMIC_ACQ_REL);
+	__atomic_store_n(&to->h2conn, __atomic_load_n(&from->h2conn,
+	                                               __ATOMIC_ACQUIRE),
+	                 __ATOMIC_RELEASE);
+}
+
+void agile__h2conn_release(struct agile_fd *t, int64_t now,
+                           agile_h2conn_ended_fn *ended)
+{
+	uint16_t index = __atomic_exchange_n(&t->h2conn, 0, __ATOMIC_ACQ_REL);
+	struct h2conn *c;
+
+	if (index == 0 || index > H2CONN_MAX)
+		return;
+	c = __atomic_load_n(&pool[index - 1], __ATOMIC_ACQUIRE);
+	if (c == NULL || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	if (ended != NULL)
+		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+	__atomic_store_n(&pool[index - 1], NULL, __ATOMIC_RELEASE);
+	free(c);
+}
