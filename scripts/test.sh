@@ -62,7 +62,8 @@ want() {
 # start their own cluster; MariaDB's server and client for mariadb_tls.sh,
 # likewise, and its mysqlslap, and memcached with libmemcached's memcslap,
 # for goodbye_mysql_memcached.sh; nghttpd, h2load and nghttp for http2.sh
-# and http2_pacing.sh, with Python's h2 for the latter's server;
+# and http2_pacing.sh, with Python's h2 for the latter's server; Python's
+# gRPC for grpc.sh;
 # libnghttp2 for check_h2walk and fuzz_http2, whose HPACK decoder opens it;
 # openssl for the certificates of the TLS tests),
 # and what the fault tests use (valgrind; setpriv and mount from
@@ -72,7 +73,7 @@ packages=(gcc make autoconf automake libtool pkg-config check libbsd-dev
 	curl python3 apache2-utils redis-server redis-tools procps
 	postgresql-15 mariadb-server mariadb-client memcached
 	libmemcached-tools nghttp2-server nghttp2-client libnghttp2-14 python3-h2
-	openssl valgrind
+	python3-grpcio openssl valgrind
 	util-linux liburing-dev golang-go)
 # bc for the tests' sums of timestamps; mount(8), for state_files.sh's tmpfs
 # cases, is the mount package's, not util-linux's.
