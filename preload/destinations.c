@@ -87,20 +87,19 @@ static void on_config_error(const char *message, void *arg)
 	           message);
 }
 
-/* AGILE_STRICT is 1 or off: any other value ("yes", "true") is most
- * likely a wish for strictness spelled another way, and running lax
- * without a word would hide that it was not granted. */
+/* AGILE_STRICT takes the usual spellings of yes and no; any other value
+ * ("2", "y") is said, since running lax without a word would hide that a
+ * wish for strictness was not granted. */
 static void check_strict_value(int *errors)
 {
 	const char *v = agile__env("AGILE_STRICT");
-	char message[160];
+	char message[200];
 
-	if (v == NULL || *v == '\0' || strcmp(v, "0") == 0 ||
-	    strcmp(v, "1") == 0)
+	if (agile__strict_value(v) >= 0)
 		return;
 	snprintf(message, sizeof(message), "AGILE_STRICT: \"%.40s\" is not "
-	         "0 or 1; expected 1 (stop on a configuration error) or 0 "
-	         "(using 0)", v);
+	         "a yes or a no; expected 1, true, yes or on (stop on a "
+	         "configuration error), or 0, false, no or off (using 0)", v);
 	on_config_error(message, errors);
 }
 

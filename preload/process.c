@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -92,13 +93,27 @@ static pid_t owner_pid;
  * binding both ask; whichever runs first does it). */
 static int atfork_registered;
 
+int agile__strict_value(const char *v)
+{
+	static const char *const on[] = { "1", "true", "yes", "on" };
+	static const char *const off[] = { "", "0", "false", "no", "off" };
+
+	if (v == NULL)
+		return 0;
+	for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++)
+		if (strcasecmp(v, on[i]) == 0)
+			return 1;
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++)
+		if (strcasecmp(v, off[i]) == 0)
+			return 0;
+	return -1;
+}
+
 bool agile__strict(void)
 {
-	if (strict_mode < 0) {
-		const char *v = agile__env("AGILE_STRICT");
-
-		strict_mode = v != NULL && strcmp(v, "1") == 0;
-	}
+	if (strict_mode < 0)
+		strict_mode = agile__strict_value(agile__env("AGILE_STRICT")) ==
+		              1;
 	return strict_mode == 1;
 }
 

@@ -25,9 +25,14 @@ const char *agile__env(const char *name);
  * read.  Said once, at the first load. */
 bool agile__env_snapshot_failed(void);
 
-/* True when AGILE_STRICT=1: configuration and state-file failures stop the
- * process (exit status 2) instead of degrading. */
+/* True when AGILE_STRICT is 1, true, yes or on (any case): configuration
+ * and state-file failures stop the process (exit status 2) instead of
+ * degrading. */
 bool agile__strict(void);
+
+/* What an AGILE_STRICT value asks: 1 (1, true, yes, on), 0 (unset, empty,
+ * 0, false, no, off; any case), -1 anything else. */
+int agile__strict_value(const char *v);
 
 /* Register the fork handlers, once however often it is called: from the
  * constructor and from symbol binding, before any preload lock can be

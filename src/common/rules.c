@@ -223,30 +223,97 @@ static const struct key_spec keys[] = {
 /* ------------------------------------------------------------------------ */
 
 /* Where messages go while one variable is parsed. */
+/* The kinds of problem a deferring reporter keeps apart (each further
+ * kind is passed on at once). */
+#define REPORT_KINDS 8
+
 struct reporter {
 	const char *var; /* "AGILE_DEST_API", the prefix of every message */
 	agile_rules_error_fn fn;
 	void *arg;
 	int errors;
+	/* A rule's reporter defers: a problem repeated in one variable (a
+	 * key given 9,999 times, 30,000 stray words) is one line, its first
+	 * occurrence with the count, at report_flush.  Two messages are the
+	 * same problem when they are equal but for what they quote (the
+	 * key, the value, the word). */
+	bool defer;
+	int kinds;
+	struct {
+		int count;
+		char line[MESSAGE_MAX];
+	} kind[REPORT_KINDS];
 };
 
-/* Format one message, prefix it with the variable's name and pass it on. */
+/* Are messages a and b equal outside their quoted ("...") parts? */
+static bool same_problem(const char *a, const char *b)
+{
+	for (;;) {
+		if (*a == '"' && *b == '"') {
+			a = strchr(a + 1, '"');
+			b = strchr(b + 1, '"');
+			if (a == NULL || b == NULL)
+				return a == b;
+		}
+		if (*a != *b)
+			return false;
+		if (*a == '\0')
+			return true;
+		a++;
+		b++;
+	}
+}
+
+/* Format one message, prefix it with the variable's name and pass it on,
+ * or keep it for report_flush. */
 __attribute__((format(printf, 2, 3)))
 static void report(struct reporter *r, const char *fmt, ...)
 {
 	char line[MESSAGE_MAX];
-	int n;
+	int n, k = 0;
 	va_list ap;
 
+	r->errors++;
 	n = snprintf(line, sizeof(line), "%s: ", r->var);
 	if (n >= 0 && (size_t)n < sizeof(line)) {
 		va_start(ap, fmt);
 		vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 		va_end(ap);
 	}
-	r->errors++;
+	if (r->defer) {
+		while (k < r->kinds && !same_problem(r->kind[k].line, line))
+			k++;
+		if (k < r->kinds) {
+			r->kind[k].count++;
+			return;
+		}
+	}
+	if (r->defer && k < REPORT_KINDS) {
+		r->kind[k].count = 1;
+		memcpy(r->kind[k].line, line, sizeof(line));
+		r->kinds++;
+		return;
+	}
 	if (r->fn != NULL)
 		r->fn(line, r->arg);
+}
+
+/* Pass on what a deferring reporter kept, one line per kind, in the order
+ * first seen; returns the errors counted. */
+static int report_flush(struct reporter *r)
+{
+	for (int k = 0; k < r->kinds; k++) {
+		char *line = r->kind[k].line;
+		size_t n = strlen(line);
+
+		if (r->kind[k].count > 1)
+			snprintf(line + n, MESSAGE_MAX - n, " (and %d more like "
+			         "it)", r->kind[k].count - 1);
+		if (r->fn != NULL)
+			r->fn(line, r->arg);
+	}
+	r->kinds = 0;
+	return r->errors;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -423,6 +490,7 @@ static const struct {
 	{ "ms", AGILE_NS_PER_MS },
 	{ "s", AGILE_NS_PER_S },
 	{ "m", 60 * AGILE_NS_PER_S },
+	{ "h", 3600 * AGILE_NS_PER_S },
 };
 
 /*
@@ -456,13 +524,15 @@ static enum number_error parse_duration(const char *text, int64_t *out_ns)
 	if (!accumulate(d.int_digits, d.int_len, (uint64_t)INT64_MAX, &whole) ||
 	    whole > (uint64_t)(INT64_MAX / unit))
 		return NUMBER_TOO_LARGE;
-	/* The unit is at most 6e10 ns, so 11 fraction digits reach below a
-	 * nanosecond; later ones cannot change the result. */
-	for (size_t i = 0; i < d.frac_len && i < 11; i++) {
+	/* The unit is at most 3.6e12 ns, so 13 fraction digits reach below a
+	 * nanosecond; later ones cannot change the result.  The product is
+	 * taken in 128 bits: 13 digits times an hour is past 64. */
+	for (size_t i = 0; i < d.frac_len && i < 13; i++) {
 		frac_ns = frac_ns * 10 + (uint64_t)(d.frac_digits[i] - '0');
 		frac_scale *= 10;
 	}
-	frac_ns = frac_ns * (uint64_t)unit / frac_scale;
+	frac_ns = (uint64_t)((unsigned __int128)frac_ns * (uint64_t)unit /
+	                     frac_scale);
 	if (frac_ns > (uint64_t)INT64_MAX - whole * (uint64_t)unit)
 		return NUMBER_TOO_LARGE;
 	*out_ns = (int64_t)(whole * (uint64_t)unit + frac_ns);
@@ -1181,7 +1251,9 @@ enum dest_error {
 	DEST_NO_PORT,    /* an address or name with no ":PORT" after it */
 	DEST_BRACKETS,   /* an IPv6 address without its brackets */
 	DEST_PREFIX_OUTSIDE, /* "[fd00::]/8:443": the length outside them */
-	DEST_NOT_LISTENABLE  /* a listener given a host name or a unix: path */
+	DEST_NOT_LISTENABLE, /* a listener given a host name or a unix: path */
+	DEST_NUMERIC_FORM,   /* "0x7f.0.0.1": IPv4, not in dotted decimal */
+	DEST_HOST_BITS       /* read, but with bits set past its prefix */
 };
 
 /* PORT := 1..65535 | *  ->  0 for `*`. */
@@ -1226,15 +1298,22 @@ static enum dest_error parse_prefix_len(const char *text, int bits, int *len)
 }
 
 /* Zero the bits past the prefix so matching is one masked comparison and
- * 10.0.0.1/8 means the same as 10.0.0.0/8. */
-static void mask_prefix(struct agile_inet_prefix *p)
+ * 10.0.0.1/8 means the same as 10.0.0.0/8; returns whether any was set. */
+static bool mask_prefix(struct agile_inet_prefix *p)
 {
+	bool dropped = false;
+
 	for (int i = 0; i < 16; i++) {
 		int keep = p->prefix_len - i * 8;
+		uint8_t mask;
+
 		if (keep >= 8)
 			continue;
-		p->addr[i] &= keep <= 0 ? 0 : (uint8_t)(0xff << (8 - keep));
+		mask = keep <= 0 ? 0 : (uint8_t)(0xff << (8 - keep));
+		dropped |= (p->addr[i] & ~mask) != 0;
+		p->addr[i] &= mask;
 	}
+	return dropped;
 }
 
 static void map_ipv4(struct agile_inet_prefix *p, const struct in_addr *a)
@@ -1277,8 +1356,7 @@ static enum dest_error parse_address(char *text, bool ipv6,
 		map_ipv4(out, &a4);
 		out->prefix_len = (uint8_t)(96 + len);
 	}
-	mask_prefix(out);
-	return DEST_OK;
+	return mask_prefix(out) ? DEST_HOST_BITS : DEST_OK;
 }
 
 /* A hostname: letters, digits, '-', '_' and '.', in non-empty labels, with
@@ -1398,6 +1476,10 @@ static enum dest_error parse_dest(const char *text, struct agile_rule *rule)
 	}
 	if (!is_hostname(host))
 		return DEST_UNREADABLE;
+	/* getaddrinfo would read "0x7f.0.0.1", "127.1" or "2130706433" as
+	 * an IPv4 address, never look it up: not a host name. */
+	if (inet_aton(host, &(struct in_addr){ 0 }) != 0)
+		return DEST_NUMERIC_FORM;
 	rule->kind = AGILE_DEST_HOST;
 	normalise_host(rule->host, sizeof(rule->host), host);
 	return DEST_OK;
@@ -1443,6 +1525,18 @@ static void report_dest(struct reporter *r, const char *text,
 		report(r, "listening address \"%.*s\": a listener is matched "
 		       "by the address its socket is bound to, never by a host "
 		       "name or a path; " LISTEN_EXPECTED, QUOTE_MAX, text);
+		break;
+	case DEST_NUMERIC_FORM:
+		report(r, "%s \"%.*s\": an IPv4 address must be written in "
+		       "dotted decimal, not in hexadecimal, octal or fewer "
+		       "parts; expected ADDRESS:PORT such as 127.0.0.1:8080",
+		       what, QUOTE_MAX, text);
+		break;
+	case DEST_HOST_BITS:
+		report(r, "%s \"%.*s\": the address has bits set past its "
+		       "prefix length, which are ignored; expected the "
+		       "network's first address, such as 10.0.0.0/8", what,
+		       QUOTE_MAX, text);
 		break;
 	case DEST_OK:
 	case DEST_UNREADABLE:
@@ -1583,7 +1677,7 @@ static int parse_rule(const char *var, const char *name, const char *value,
                       bool inbound, struct agile_rule *out,
                       agile_rules_error_fn on_error, void *arg)
 {
-	struct reporter r = { var, on_error, arg, 0 };
+	struct reporter r = { var, on_error, arg, 0, .defer = true };
 	bool seen[KEY_COUNT_ALL] = { false };
 	bool dest_ok;
 	bool max_ok = false;
@@ -1611,7 +1705,7 @@ static int parse_rule(const char *var, const char *name, const char *value,
 		report(&r, "no %s; %s", inbound ? "listening address"
 		                                : "destination",
 		       inbound ? LISTEN_EXPECTED : DEST_EXPECTED);
-		return r.errors;
+		return report_flush(&r);
 	}
 	if (looks_like_setting(word)) {
 		/* A forgotten destination: say so, and still read the settings
@@ -1631,6 +1725,11 @@ static int parse_rule(const char *var, const char *name, const char *value,
 			word[0] = '*';
 		}
 		e = parse_dest(word, out);
+		/* Bits past the prefix: a warning, the rule is kept. */
+		if (e == DEST_HOST_BITS) {
+			report_dest(&r, out->dest_text, e, inbound);
+			e = DEST_OK;
+		}
 		/* A listener is matched by the address its socket is bound
 		 * to (agile_rules_match_listen), which no host name or path
 		 * ever equals: refuse one rather than never match. */
@@ -1715,7 +1814,7 @@ static int parse_rule(const char *var, const char *name, const char *value,
 		report_problems(&r, c);
 	}
 	out->enabled = dest_ok && max_ok;
-	return r.errors;
+	return report_flush(&r);
 }
 
 int agile_rule_parse(const char *var, const char *name, const char *value,
@@ -1836,7 +1935,7 @@ int agile_rules_parse(char *const *envp, struct agile_rules *out,
 		prefix = next.inbound ? LISTEN_PREFIX : DEST_PREFIX;
 		snprintf(var, sizeof(var), "%s%.*s", prefix, (int)next.len,
 		         next.name);
-		r = (struct reporter){ var, on_error, arg, 0 };
+		r = (struct reporter){ var, on_error, arg, 0, .defer = false };
 
 		if (next.len == 0) {
 			report(&r, "no NAME after %s; expected %s<NAME>=%s "
@@ -2149,7 +2248,7 @@ int agile_rules_resolve_hosts(struct agile_rules *rules,
 		if (on_error != NULL) {
 			struct reporter r;
 			agile_rule_var(rule->name, var, sizeof(var));
-			r = (struct reporter){ var, on_error, arg, 0 };
+			r = (struct reporter){ var, on_error, arg, 0, .defer = false };
 			report(&r, "cannot resolve host \"%s\" (%s); its "
 			       "connections count as unreachable until the "
 			       "program resolves it", rule->host,

@@ -220,10 +220,12 @@ START_TEST(dest_cidr_ipv4)
 	parse_ok("10.0.0.0/8:443 max=100");
 	ck_assert_prefix("10.0.0.0", 96 + 8);
 	ck_assert_int_eq(rule.port, 443);
-	/* Host bits past the prefix are dropped: /8 is /8. */
-	parse_ok("10.1.2.3/8:443 max=100");
+	/* Host bits past the prefix are dropped, with a warning
+	 * (dest_host_bits_warned): /8 is /8. */
+	ck_assert_int_eq(parse("10.1.2.3/8:443 max=100"), 1);
+	ck_assert(rule.enabled);
 	ck_assert_prefix("10.0.0.0", 104);
-	parse_ok("192.168.1.77/25:80 max=100");
+	ck_assert_int_eq(parse("192.168.1.77/25:80 max=100"), 1);
 	ck_assert_prefix("192.168.1.0", 96 + 25);
 	parse_ok("0.0.0.0/0:80 max=100");
 	ck_assert_prefix("0.0.0.0", 96);
@@ -234,7 +236,8 @@ START_TEST(dest_cidr_ipv6)
 {
 	parse_ok("[fd00::/8]:443 max=100");
 	ck_assert_prefix("fd00::", 8);
-	parse_ok("[2001:db8:ffff::1/33]:443 max=100");
+	ck_assert_int_eq(parse("[2001:db8:ffff::1/33]:443 max=100"), 1);
+	ck_assert(rule.enabled);
 	ck_assert_prefix("2001:db8:8000::", 33);
 }
 END_TEST
@@ -572,7 +575,7 @@ END_TEST
 START_TEST(duration_rejects)
 {
 	static const char *const bad[] = {
-		"200", "1.5", "-1s", "-0.5ms", "5h", "1sec", "s", "", ".s", "1e3s",
+		"200", "1.5", "-1s", "-0.5ms", "5d", "1sec", "s", "", ".s", "1e3s",
 		"1,5s", "+1s", "1 s", "10000000000s", "9223372036854775808ns",
 		"NaNs", "1.5.2s", "1MS",
 	};
@@ -634,8 +637,8 @@ END_TEST
 START_TEST(duration_other_messages)
 {
 	ck_assert_only_message(
-		"127.0.0.1:80 max=500 tick=5h",
-		"AGILE_DEST_API: key \"tick\": \"5h\" has an unknown unit; expected "
+		"127.0.0.1:80 max=500 tick=5d",
+		"AGILE_DEST_API: key \"tick\": \"5d\" has an unknown unit; expected "
 		"a duration from 10ms to 60s such as 500ms, or 0s for the default "
 		"of 1s");
 	ck_assert_only_message(
@@ -1929,6 +1932,92 @@ START_TEST(listen_law)
 }
 END_TEST
 
+/* A problem repeated in one variable is one line with its count, the
+ * first occurrence's text (issue 16, item 13: a key given 9,999 times
+ * printed 9,999 lines). */
+START_TEST(repeats_are_one_line)
+{
+	char value[8192] = "127.0.0.1:80 max=5";
+	size_t n = strlen(value);
+
+	for (int i = 0; i < 300; i++)
+		n += (size_t)snprintf(value + n, sizeof(value) - n, " max=%d",
+		                      i + 6);
+	for (int i = 0; i < 200; i++)
+		n += (size_t)snprintf(value + n, sizeof(value) - n, " word%d", i);
+	ck_assert_int_eq(parse(value), 500);
+	ck_assert_int_eq(msgs.count, 2);
+	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_API: key \"max\" is set "
+	                 "twice; expected each key once (the first value is "
+	                 "kept) (and 299 more like it)");
+	ck_assert_str_eq(msgs.line[1], "AGILE_DEST_API: \"word0\" is not a "
+	                 "setting; expected key=value (and 199 more like it)");
+	ck_assert(rule.enabled);
+	ck_assert(rule.config.max_rate == 5.0);
+}
+END_TEST
+
+/* h is a unit of durations: a tick of 9999h is out of range, not an
+ * unknown unit; a fraction of an hour is exact. */
+START_TEST(duration_hours)
+{
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 tick=9999h"), 1);
+	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_API: key \"tick\": "
+	                 "\"9999h\" is too long; expected a duration from "
+	                 "10ms to 60s such as 500ms, or 0s for the default of "
+	                 "1s");
+	parse_ok("127.0.0.1:80 max=5 slo=0.0000000000001h");
+	ck_assert_int_eq(rule.config.slo_ns, 0);
+	parse_ok("127.0.0.1:80 max=5 slo=0.5h");
+	ck_assert_int_eq(rule.config.slo_ns, 1800 * AGILE_NS_PER_S);
+	/* 13 fraction digits of an hour: past 64 bits before the division. */
+	parse_ok("127.0.0.1:80 max=5 slo=0.9999999999999h");
+	ck_assert_int_eq(rule.config.slo_ns, 3599999999999LL);
+}
+END_TEST
+
+/* An IPv4 address in a form getaddrinfo reads as one (hexadecimal, octal,
+ * fewer parts) is not taken for a host name. */
+START_TEST(dest_numeric_forms_refused)
+{
+	static const char *const forms[] = {
+		"0x7f.0.0.1:80", "0x7f000001:80", "0x7f.1:80", "0X7F.0.0.1:80"
+	};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		char value[64];
+
+		snprintf(value, sizeof(value), "%s max=5", forms[i]);
+		ck_assert_int_eq(parse(value), 1);
+		ck_assert(!rule.enabled);
+		ck_assert_msg(strstr(msgs.line[0], "must be written in dotted "
+		                     "decimal") != NULL, "%s: %s", forms[i],
+		              msgs.line[0]);
+	}
+	parse_ok("x0x7f.example:80 max=5");
+	ck_assert_int_eq(rule.kind, AGILE_DEST_HOST);
+}
+END_TEST
+
+/* Bits set past the prefix length are a warning; the rule is kept, as
+ * the network's first address. */
+START_TEST(dest_host_bits_warned)
+{
+	ck_assert_int_eq(parse("1.2.3.4/8:80 max=5"), 1);
+	ck_assert(rule.enabled);
+	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_API: destination "
+	                 "\"1.2.3.4/8:80\": the address has bits set past its "
+	                 "prefix length, which are ignored; expected the "
+	                 "network's first address, such as 10.0.0.0/8");
+	ck_assert_int_eq(rule.prefix.addr[12], 1);
+	ck_assert_int_eq(rule.prefix.addr[13], 0);
+	parse_ok("1.0.0.0/8:80 max=5");
+	ck_assert_int_eq(parse("[fd00::1/8]:80 max=5"), 1);
+	ck_assert(rule.enabled);
+	parse_ok("[fd00::/8]:80 max=5");
+}
+END_TEST
+
 static Suite *rules_suite(void)
 {
 	Suite *s = suite_create("rules");
@@ -1989,6 +2078,10 @@ static Suite *rules_suite(void)
 	tcase_add_test(errors, name_characters_reported);
 	tcase_add_test(errors, no_callback_is_fine);
 	tcase_add_test(errors, variable_name_of_a_rule);
+	tcase_add_test(errors, repeats_are_one_line);
+	tcase_add_test(errors, duration_hours);
+	tcase_add_test(errors, dest_numeric_forms_refused);
+	tcase_add_test(errors, dest_host_bits_warned);
 	suite_add_tcase(s, errors);
 
 	tcase_add_test(env, env_sorted_and_lower_cased);

@@ -91,7 +91,7 @@ DB|[::1]:5432 max=200 pace=stream|AGILE_DEST_DB: key "pace": "stream" is not a p
 DB|[::1]:5432 max=200 preset=fast|AGILE_DEST_DB: key "preset": "fast" is not a preset; expected none, balanced, latency-first, throughput-first or seed
 DB|[::1]:5432 max=200 anchor=p99|AGILE_DEST_DB: key "anchor": "p99" is not an anchor; expected unset, baseline or slo
 DB|[::1]:5432 max=200 deadband=wide|AGILE_DEST_DB: key "deadband": "wide" is not a number; expected a decimal number, 0 or more, such as 0.1
-DB|[::1]:5432 max=200 tick=5h|AGILE_DEST_DB: key "tick": "5h" has an unknown unit; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
+DB|[::1]:5432 max=200 tick=5d|AGILE_DEST_DB: key "tick": "5d" has an unknown unit; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
 DB|[::1]:5432 max=200 tick=1ns|AGILE_DEST_DB: key "tick": "1ns" is too short; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
 DB|[::1]:5432 max=200 tick=2m|AGILE_DEST_DB: key "tick": "2m" is too long; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
 DB|1.2.3.4:70000 max=200|AGILE_DEST_DB: destination "1.2.3.4:70000": the port is out of range; expected 1 to 65535, or * for any port
@@ -161,15 +161,47 @@ agilepreload: AGILE_DEST_API: key "slo": "200" has no unit; expected a duration 
 agilepreload: AGILE_DEST_BAD: cannot read destination "127.0.0.1:"; expected IPv4:PORT, [IPv6]:PORT, CIDR:PORT, HOST:PORT or unix:/path
 EOF
 
-# AGILE_STRICT takes 1 or 0: another spelling of "yes" is reported, not
-# silently run lax.
+# AGILE_STRICT takes the usual spellings of yes and no: "yes" is strict,
+# and anything else is reported, not silently run lax (issue 16, item 13).
 status=0
 run_preloaded AGILE_STRICT=yes \
+	"AGILE_DEST_API=127.0.0.1:$closed_port max=500 flor=20" \
+	python3 -c "$connect_once" >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "AGILE_STRICT=yes" 2 "$status"
+expect_empty "AGILE_STRICT=yes: main never runs" "$tmp/out"
+status=0
+run_preloaded AGILE_STRICT=2 \
 	"AGILE_DEST_API=127.0.0.1:$closed_port max=500" \
 	python3 -c "$connect_once" >"$tmp/out" 2>"$tmp/err" || status=$?
-expect_status "AGILE_STRICT=yes" 0 "$status"
-expect_file "AGILE_STRICT=yes: the warning" "$tmp/err" <<'EOF'
-agilepreload: AGILE_STRICT: "yes" is not 0 or 1; expected 1 (stop on a configuration error) or 0 (using 0)
+expect_status "AGILE_STRICT=2" 0 "$status"
+expect_file "AGILE_STRICT=2: the warning" "$tmp/err" <<'EOF'
+agilepreload: AGILE_STRICT: "2" is not a yes or a no; expected 1, true, yes or on (stop on a configuration error), or 0, false, no or off (using 0)
+EOF
+
+# One line per variable and problem, with a count; h is a unit, so 9999h is
+# out of range; an IPv4 address in hexadecimal is no host name; bits past a
+# prefix are a warning; control bytes from the environment are escaped
+# (issue 16, item 13).
+repeated="127.0.0.1:$closed_port max=5"
+i=0
+while [ "$i" -lt 500 ]; do
+	repeated="$repeated max=$i stray$i"
+	i=$((i + 1))
+done
+status=0
+run_preloaded "AGILE_DEST_API=$repeated" \
+	"AGILE_DEST_HEX=0x7f.0.0.1:$closed_port max=5" \
+	"AGILE_DEST_NET=10.1.2.3/8:$closed_port max=5 tick=9999h" \
+	"AGILE_DEST_TTY=127.0.0.1:$closed_port max=5 $(printf 'x\033]0;OWNED\007')=1" \
+	python3 -c "$connect_once" >"$tmp/out" 2>"$tmp/err" || status=$?
+expect_status "repeats and forms" 0 "$status"
+expect_file "repeats and forms: the warnings" "$tmp/err" <<EOF
+agilepreload: AGILE_DEST_API: key "max" is set twice; expected each key once (the first value is kept) (and 499 more like it)
+agilepreload: AGILE_DEST_API: "stray0" is not a setting; expected key=value (and 499 more like it)
+agilepreload: AGILE_DEST_HEX: destination "0x7f.0.0.1:$closed_port": an IPv4 address must be written in dotted decimal, not in hexadecimal, octal or fewer parts; expected ADDRESS:PORT such as 127.0.0.1:8080
+agilepreload: AGILE_DEST_NET: destination "10.1.2.3/8:$closed_port": the address has bits set past its prefix length, which are ignored; expected the network's first address, such as 10.0.0.0/8
+agilepreload: AGILE_DEST_NET: key "tick": "9999h" is too long; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
+agilepreload: AGILE_DEST_TTY: unknown key "x\\x1b]0;OWNED\\x07"; expected one of max, min, floor, probe, initial, slo, anchor, preset, tail_factor, tail_tolerance, tick, up, down, gain, inflation, deadband, backoff_ticks, recover_ticks, slow_start, recover_ramp, slow_half_life, slow_down_half_life, max_baseline_rise, pace, or a resilience key such as concurrency, breaker, quota, window or proto (see agilepreload(7))
 EOF
 
 # AGILE_LOG=error silences the warnings, not the program.
