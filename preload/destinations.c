@@ -275,6 +275,18 @@ void agile__destinations_learn_addrinfo(const char *host,
 	pthread_mutex_unlock(&learn_lock);
 }
 
+void agile__destinations_learn_address(const char *host,
+                                       const struct sockaddr *addr,
+                                       socklen_t len)
+{
+	agile__destinations_load();
+	if (host_rules == 0 || host == NULL)
+		return;
+	pthread_mutex_lock(&learn_lock);
+	agile_rules_learn(&rules, host, addr, len);
+	pthread_mutex_unlock(&learn_lock);
+}
+
 void agile__destinations_learn_hostent(const char *host,
                                        const struct hostent *he)
 {

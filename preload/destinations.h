@@ -107,6 +107,10 @@ int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
  * rules; a failed lookup of a configured hostname counts as unreachable. */
 void agile__destinations_learn_addrinfo(const char *host,
                                         const struct addrinfo *res, int rc);
+/* One address of a configured name, from /etc/hosts (hosts_fallback.c). */
+void agile__destinations_learn_address(const char *host,
+                                       const struct sockaddr *addr,
+                                       socklen_t len);
 void agile__destinations_learn_hostent(const char *host,
                                        const struct hostent *he);
 

@@ -11,6 +11,7 @@
 
 #include "clock.h"
 #include "h2conn.h"
+#include "hosts_fallback.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -181,8 +182,11 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len,
 	int rc, error, refused = 0;
 
 	agile__enter();
-	if (dest == AGILE_DEST_UNKNOWN)
+	if (dest == AGILE_DEST_UNKNOWN) {
+		agile__hosts_fallback_connecting(fd);
 		dest = agile__destinations_match(addr, len);
+		agile__hosts_fallback_connecting(-1);
+	}
 	t = agile__fd_lookup(fd);
 	if ((dest >= 0 || t != NULL) && agile__in_vfork_child()) {
 		/* The table is the parent's (see process.h). */
