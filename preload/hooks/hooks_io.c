@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <sys/sendfile.h>
@@ -42,27 +43,32 @@
 	SEND_TRACKED(type, t0_, iov, count, call, cut_call); \
 } while (0)
 
-/* SEND_LIKE's tracked half, for the entry `t` of the fd. */
+/* SEND_LIKE's tracked half, for the entry `t` of the fd.  A signal
+ * handler's send while its thread is in a tracked call is not tracked
+ * (track.h, agile__track_in_handler). */
 #define SEND_TRACKED(type, t, iov, count, call, cut_call) do { \
+	uintptr_t here_ = (uintptr_t)__builtin_frame_address(0); \
 	struct agile_fd *t_ = (t); \
 	const struct iovec *iov_ = (iov); \
 	int count_ = (count); \
 	size_t limit_ = SIZE_MAX; \
-	int64_t start_ = agile__track_before_send(t_, iov_, count_, \
-	                                          &limit_); \
+	int64_t start_; \
 	type r_; \
-	if (start_ == AGILE_SEND_PASS) \
+	if (agile__track_in_handler(here_)) \
 		return call; \
-	if (start_ == AGILE_SEND_CLOSED) { \
-		errno = EBADF; \
-		return -1; \
-	} \
-	if (start_ == AGILE_SEND_INTERRUPTED) { \
-		errno = EINTR; \
+	agile__track_hook_enter(here_); \
+	start_ = agile__track_before_send(t_, iov_, count_, &limit_); \
+	if (start_ == AGILE_SEND_CLOSED || \
+	    start_ == AGILE_SEND_INTERRUPTED) { \
+		agile__track_hook_leave(); \
+		errno = start_ == AGILE_SEND_CLOSED ? EBADF : EINTR; \
 		return -1; \
 	} \
 	r_ = limit_ == SIZE_MAX ? (call) : (cut_call); \
-	agile__track_after_send(t_, (ssize_t)r_, errno, start_, iov_, count_); \
+	agile__track_hook_leave(); \
+	if (start_ != AGILE_SEND_PASS) \
+		agile__track_after_send(t_, (ssize_t)r_, errno, start_, iov_, \
+		                        count_); \
 	return r_; \
 } while (0)
 
@@ -82,13 +88,18 @@
 	RECV_TRACKED(type, t0_, asked, iov, count, flags, call); \
 } while (0)
 
-/* RECV_LIKE's tracked half, for the entry `t` of the fd. */
+/* RECV_LIKE's tracked half, for the entry `t` of the fd.  A signal
+ * handler's receive while its thread is in a tracked call is not tracked
+ * (track.h, agile__track_in_handler). */
 #define RECV_TRACKED(type, t, asked, iov, count, flags, call) do { \
+	uintptr_t here_ = (uintptr_t)__builtin_frame_address(0); \
 	struct agile_fd *t_ = (t); \
 	type r_; \
-	if ((flags) & MSG_ERRQUEUE) \
+	if (((flags) & MSG_ERRQUEUE) || agile__track_in_handler(here_)) \
 		return call; \
+	agile__track_hook_enter(here_); \
 	r_ = call; \
+	agile__track_hook_leave(); \
 	if (r_ < 0) /* the kernel may have refused iov: not read */ \
 		agile__track_after_recv(t_, -1, errno, 0, NULL, 0, \
 		                        ((flags) & MSG_PEEK) != 0); \

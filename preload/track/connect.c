@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "clock.h"
@@ -173,7 +174,26 @@ static struct agile_fd *begin_connection(int fd, int dest,
 	return t;
 }
 
+static int track_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                         int dest);
+
+/* A signal handler's connect while its thread is in a tracked call is not
+ * tracked (track.h, agile__track_in_handler). */
 int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len,
+                         int dest)
+{
+	uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+	int rc;
+
+	if (agile__track_in_handler(here))
+		return agile__libc.connect(fd, addr, len);
+	agile__track_hook_enter(here);
+	rc = track_connect(fd, addr, len, dest);
+	agile__track_hook_leave();
+	return rc;
+}
+
+static int track_connect(int fd, const struct sockaddr *addr, socklen_t len,
                          int dest)
 {
 	struct agile_state_slot *s;
@@ -244,6 +264,8 @@ int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len)
 	int dest, refused = 0;
 	struct agile_fd *t = NULL;
 
+	if (agile__track_in_handler((uintptr_t)__builtin_frame_address(0)))
+		return 0;
 	agile__enter();
 	dest = agile__destinations_match(addr, len);
 	/* A vfork child's table is its parent's (process.h). */

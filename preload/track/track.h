@@ -75,6 +75,52 @@ int agile__track_connect(int fd, const struct sockaddr *addr, socklen_t len,
  * settings refuse the connection (the call then fails with it). */
 int agile__track_fastopen(int fd, const struct sockaddr *addr, socklen_t len);
 
+/*
+ * A signal handler that runs while its thread is inside a tracked call (a
+ * send's wait for its grant, a receive, a connect) and itself connects or
+ * sends on a paced socket is not paced (issue 16, item 5;
+ * tests/preload/handler_send.sh; agilepreload(7)).  Paced, it waited for
+ * a grant of its own inside the handler, where the next signal found it
+ * and ran the handler again: with a SIGALRM every 150 ms at floor=max=4
+ * the handlers nested without end, each taking a grant further ahead,
+ * and the 12 requests of the thread they interrupted never finished.
+ * Whatever a handler does, the thread it interrupted waits for, so the
+ * handler's connection is not tracked (no grant, no count, no sample).
+ *
+ * agile__hook_frame is the frame of the tracked call the thread is in (0:
+ * none).  Hooks never call hooks (the preload calls libc directly), so a
+ * hook that runs deeper on the same stack is a signal handler's: at least
+ * a signal frame deeper, which is larger than AGILE_HANDLER_GAP on every
+ * ABI.  A handler on a sigaltstack above the thread's stack is not seen,
+ * and is paced.  A handler that jumps out of a tracked call (siglongjmp)
+ * leaves the frame set; the next tracked call from no deeper a frame
+ * (the program's loop calling again from where it called before) takes
+ * its place.
+ */
+#define AGILE_HANDLER_GAP 512
+extern __thread uintptr_t agile__hook_frame
+	__attribute__((tls_model("initial-exec")));
+
+/* Is a tracked call whose frame is `here` a signal handler's (above)? */
+static inline bool agile__track_in_handler(uintptr_t here)
+{
+	uintptr_t outer = agile__hook_frame;
+
+	return outer != 0 && here + AGILE_HANDLER_GAP < outer;
+}
+
+/* A tracked call at `here` begins; it is not a handler's. */
+static inline void agile__track_hook_enter(uintptr_t here)
+{
+	agile__hook_frame = here;
+}
+
+/* It ended. */
+static inline void agile__track_hook_leave(void)
+{
+	agile__hook_frame = 0;
+}
+
 /* Before a send/write on a tracked fd of the bytes in iov[0..count) (NULL
  * when they are not in memory): wait for a grant when one is due.  Returns
  * the time the real call starts; AGILE_SEND_PASS when the fd turned out

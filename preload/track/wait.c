@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "h2conn.h"
 #include "symbols.h"
+#include "track.h"
 #include "track_internal.h"
 
 /*
@@ -161,16 +162,37 @@ static bool interrupt_reported(int fd)
 	return report;
 }
 
+/* The frame of the tracked call this thread is in (track.h). */
+__thread uintptr_t agile__hook_frame __attribute__((tls_model("initial-exec")));
+
+static bool wait_on(int64_t planned, int interruptible_fd);
+
 /*
  * Sleep until `planned`, stamping responses that arrive meanwhile.  A
  * signal's handler runs, and the wait then resumes (as in
  * agile__sleep_until), unless `interruptible_fd` is a socket whose send
  * the handler expects to fail with EINTR (interrupt_reported): then it
- * returns true, early.  -1: never early.
+ * returns true, early.  -1: never early.  A handler's own tracked calls
+ * meanwhile are not paced (track.h, agile__track_in_handler): a wait
+ * reached outside the send and connect hooks (a dup onto fd 1, an
+ * fdopen) is a tracked call too.
  */
 #define H2_PEEK_AGAIN_NS (2 * AGILE_NS_PER_MS)
 
+__attribute__((noinline))
 bool agile__track_wait_on(int64_t planned, int interruptible_fd)
+{
+	uintptr_t outer = agile__hook_frame;
+	bool early;
+
+	if (outer == 0)
+		agile__hook_frame = (uintptr_t)__builtin_frame_address(0);
+	early = wait_on(planned, interruptible_fd);
+	agile__hook_frame = outer;
+	return early;
+}
+
+static bool wait_on(int64_t planned, int interruptible_fd)
 {
 	struct pollfd pfd[WATCH_MAX];
 	bool stale;
