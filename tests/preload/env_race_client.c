@@ -9,6 +9,12 @@
  * copy its constructor made, so every run must exit 0 with its four
  * connects made to the destination the process started with.
  *
+ * The changers take a lock of their own around each change: glibc's
+ * environment lock is invisible to ThreadSanitizer, which would otherwise
+ * report the changers racing one another inside setenv (tsan_threads.sh
+ * runs this); nothing the connecting threads do takes that lock, as
+ * nothing a program's other threads do would.
+ *
  * Usage: env_race_client PORT.  It listens on 127.0.0.1:PORT itself and
  * connects there; the caller's AGILE_DEST_RACE names that address.
  */
@@ -26,6 +32,7 @@
 
 static struct sockaddr_in address;
 static pthread_barrier_t start;
+static pthread_mutex_t changing = PTHREAD_MUTEX_INITIALIZER;
 static int connected;
 static int failed;
 
@@ -38,6 +45,7 @@ static void *change(void *arg)
 	for (int i = 0; i < 2000 &&
 	                !__atomic_load_n(&connected, __ATOMIC_ACQUIRE); i++) {
 		snprintf(name, sizeof(name), "AGILE_DEST_CHANGED_%d", i % 8);
+		pthread_mutex_lock(&changing);
 		switch ((i + id) % 5) {
 		case 0:
 		case 1:
@@ -56,6 +64,7 @@ static void *change(void *arg)
 				clearenv();
 			break;
 		}
+		pthread_mutex_unlock(&changing);
 	}
 	return NULL;
 }
