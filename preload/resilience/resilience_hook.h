@@ -35,8 +35,10 @@ enum agile_http_verdict {
 	                          an excluded path */
 	AGILE_HTTP_REFUSED,    /* 429 or 503: the downstream turned the work
 	                          away; unreachable, never a fast sample */
-	AGILE_HTTP_FAILED      /* another 5xx: a sample, and a failure for the
+	AGILE_HTTP_FAILED,     /* another 5xx: a sample, and a failure for the
 	                          breaker */
+	AGILE_HTTP_TRUNCATED   /* gRPC DEADLINE_EXCEEDED: the call gave up,
+	                          its round trip is a lower bound */
 };
 
 /* ---- called from track.c ------------------------------------------------ */
@@ -138,6 +140,29 @@ void agile__http_request(struct agile_fd *t,
  * 503 with Retry-After also pauses the destination's bucket.  now_ns is the
  * preload's clock (clock.h), unix_ns the wall clock, which an HTTP-date
  * Retry-After is measured against. */
+/* The verdict on a response's status (HTTP/1 or HTTP/2): 429 and 503
+ * refused, pausing the bucket for retry_after[0, retry_len) when it is a
+ * Retry-After, another 5xx failed, the rest a sample. */
+enum agile_http_verdict agile__http_status_verdict(struct agile_state_slot *s,
+                                                   int status,
+                                                   const char *retry_after,
+                                                   size_t retry_len,
+                                                   int64_t now_ns,
+                                                   int64_t unix_ns);
+
+/* The verdict on an HTTP/2 stream's first response header block, decoded
+ * (h2hpack.h): grpc-status UNAVAILABLE and RESOURCE_EXHAUSTED refused,
+ * DEADLINE_EXCEEDED truncated; then :status as above, a cache hit skipped. */
+struct agile_h2_fields;
+enum agile_http_verdict agile__http_h2_verdict(struct agile_state_slot *s,
+                                               const struct agile_h2_fields *f,
+                                               int64_t now_ns,
+                                               int64_t unix_ns);
+
+/* Whether path[0, len) (an HTTP/2 request's :path) is excluded=. */
+bool agile__http_path_excluded(const struct agile_resilience_config *c,
+                               const char *path, size_t len);
+
 enum agile_http_verdict agile__http_response(struct agile_fd *t,
                                              struct agile_state_slot *s,
                                              const void *data, size_t len,

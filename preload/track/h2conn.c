@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 
 #include "h2conn.h"
+#include "log.h"
 #include "symbols.h"
 
 #define H2CONN_MAX 1024
@@ -33,12 +34,15 @@ struct h2stream {
 	uint32_t id;
 	int64_t start_ns;
 	int64_t ready_ns; /* its answer seen by a peek, 0 not (peek) */
+	uint8_t excluded; /* its :path is one of exclude= */
 };
 
 struct h2conn {
 	struct agile_h2 walk; /* the connection's two flows */
 	uint32_t refs;        /* descriptors naming it */
 	uint32_t peeked;      /* bytes the last peek saw, 0 when read since */
+	struct agile_hpack out_hp; /* the client's blocks (sends only) */
+	struct agile_hpack in_hp;  /* the server's blocks (reads only) */
 	struct h2stream streams[H2CONN_STREAMS];
 };
 
@@ -54,7 +58,17 @@ static struct h2conn *entry_of(const struct agile_fd *t)
 	return __atomic_load_n(&pool[index - 1], __ATOMIC_ACQUIRE);
 }
 
-bool agile__h2conn_open(struct agile_fd *t)
+/* Set once the missing library has been said. */
+static bool no_library_said;
+
+static void free_entry(struct h2conn *c)
+{
+	agile__hpack_close(&c->out_hp);
+	agile__hpack_close(&c->in_hp);
+	free(c);
+}
+
+bool agile__h2conn_open(struct agile_fd *t, bool verdicts)
 {
 	struct h2conn *c;
 
@@ -64,6 +78,22 @@ bool agile__h2conn_open(struct agile_fd *t)
 		return false;
 	agile__h2_reset(&c->walk, AGILE_H2_CLIENT);
 	c->refs = 1;
+	if (verdicts) {
+		const struct agile_nghttp2 *lib = agile__nghttp2();
+
+		if (lib == NULL) {
+			if (!__atomic_exchange_n(&no_library_said, true,
+			                         __ATOMIC_ACQ_REL))
+				agile__log(AGILE_LOG_WARN,
+				           "libnghttp2 could not be loaded: "
+				           "HTTP/2 streams are paced and "
+				           "sampled without proto=http "
+				           "verdicts");
+		} else {
+			agile__hpack_open(&c->out_hp, lib);
+			agile__hpack_open(&c->in_hp, lib);
+		}
+	}
 	for (int i = 0; i < H2CONN_MAX; i++) {
 		struct h2conn *none = NULL;
 
@@ -76,7 +106,7 @@ bool agile__h2conn_open(struct agile_fd *t)
 			return true;
 		}
 	}
-	free(c);
+	free_entry(c);
 	return false;
 }
 
@@ -114,6 +144,8 @@ void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
 		                                __ATOMIC_RELAXED)) {
 			__atomic_store_n(&c->streams[i].ready_ns, 0,
 			                 __ATOMIC_RELAXED);
+			__atomic_store_n(&c->streams[i].excluded, 0,
+			                 __ATOMIC_RELAXED);
 			__atomic_store_n(&c->streams[i].start_ns, start_ns,
 			                 __ATOMIC_RELEASE);
 			return;
@@ -124,6 +156,7 @@ void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
 /* End the streams of the table with ids in [low, high]. */
 static void end_streams(struct agile_fd *t, struct h2conn *c, uint32_t low,
                         uint32_t high, int64_t now, bool answered,
+                        const struct agile_h2_fields *fields,
                         agile_h2conn_ended_fn *ended)
 {
 	for (int i = 0; i < H2CONN_STREAMS; i++) {
@@ -141,9 +174,23 @@ static void end_streams(struct agile_fd *t, struct h2conn *c, uint32_t low,
 		ready = __atomic_exchange_n(&st->ready_ns, 0, __ATOMIC_ACQ_REL);
 		if (answered && ready >= start && ready != 0 && ready < now)
 			end = ready;
+		bool excluded = __atomic_load_n(&st->excluded,
+		                                __ATOMIC_ACQUIRE) != 0;
+
 		__atomic_store_n(&st->id, 0, __ATOMIC_RELEASE);
-		ended(t, end > start ? end - start : 0, end, answered);
+		ended(t, end > start ? end - start : 0, end, answered,
+		      answered ? fields : NULL, excluded);
 	}
+}
+
+/* The request of `stream` has an excluded :path. */
+static void mark_excluded(struct h2conn *c, uint32_t stream)
+{
+	for (int i = 0; i < H2CONN_STREAMS; i++)
+		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) ==
+		    stream)
+			__atomic_store_n(&c->streams[i].excluded, 1,
+			                 __ATOMIC_RELEASE);
 }
 
 /* A send failed: the stream it was to open (entered by
@@ -165,11 +212,13 @@ static void drop_unsent(struct h2conn *c)
 
 int agile__h2conn_sent(struct agile_fd *t, const struct iovec *iov,
                        int count, ssize_t result, int64_t start_ns,
-                       int64_t now, agile_h2conn_ended_fn *ended)
+                       int64_t now, agile_h2conn_ended_fn *ended,
+                       agile_h2conn_excluded_fn *excluded)
 {
 	struct h2conn *c = entry_of(t);
 	struct agile_h2_cursor cursor;
 	struct agile_h2_event ev;
+	const struct agile_h2_fields *f;
 	int opened = 0;
 
 	if (c == NULL || agile__h2_stage(&c->walk.out) == AGILE_H2_OFF)
@@ -177,7 +226,7 @@ int agile__h2conn_sent(struct agile_fd *t, const struct iovec *iov,
 	if (iov == NULL) {
 		/* Bytes not in memory: the walker would lose its place. */
 		c->walk.out.stage = AGILE_H2_OFF;
-		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		end_streams(t, c, 1, UINT32_MAX, now, false, NULL, ended);
 		return -1;
 	}
 	if (result <= 0) {
@@ -196,10 +245,20 @@ int agile__h2conn_sent(struct agile_fd *t, const struct iovec *iov,
 		}
 		else if (ev.type == AGILE_H2_EV_RST_STREAM)
 			end_streams(t, c, ev.stream, ev.stream, now, false,
-			            ended);
+			            NULL, ended);
+		else if (ev.type == AGILE_H2_EV_FRAGMENT)
+			agile__hpack_fragment(&c->out_hp, ev.fragment,
+			                      ev.fragment_len);
+		else if (ev.type == AGILE_H2_EV_TABLE_SIZE)
+			agile__hpack_table_size(&c->in_hp, ev.value);
+		else if (ev.type == AGILE_H2_EV_HEADERS_END &&
+		         (f = agile__hpack_end(&c->out_hp)) != NULL &&
+		         f->path_len > 0 && excluded != NULL &&
+		         excluded(t, f->path, f->path_len))
+			mark_excluded(c, ev.stream);
 	} while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
 	if (ev.type == AGILE_H2_EV_OFF) {
-		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		end_streams(t, c, 1, UINT32_MAX, now, false, NULL, ended);
 		return -1;
 	}
 	return opened;
@@ -212,6 +271,7 @@ bool agile__h2conn_received(struct agile_fd *t, const struct iovec *iov,
 	struct h2conn *c = entry_of(t);
 	struct agile_h2_cursor cursor;
 	struct agile_h2_event ev;
+	const struct agile_h2_fields *fields;
 
 	if (c == NULL || agile__h2_stage(&c->walk.out) == AGILE_H2_OFF ||
 	    agile__h2_stage(&c->walk.in) == AGILE_H2_OFF)
@@ -219,7 +279,7 @@ bool agile__h2conn_received(struct agile_fd *t, const struct iovec *iov,
 	if (iov == NULL) {
 		/* Bytes not in memory (splice): the walker loses its place. */
 		c->walk.in.stage = AGILE_H2_OFF;
-		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		end_streams(t, c, 1, UINT32_MAX, now, false, NULL, ended);
 		return false;
 	}
 	__atomic_store_n(&c->peeked, 0, __ATOMIC_RELAXED);
@@ -231,22 +291,35 @@ bool agile__h2conn_received(struct agile_fd *t, const struct iovec *iov,
 			return true;
 		case AGILE_H2_EV_OFF:
 			/* Not HTTP/2 after all: what is in flight ends. */
-			end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+			end_streams(t, c, 1, UINT32_MAX, now, false, NULL, ended);
 			return false;
+		case AGILE_H2_EV_FRAGMENT:
+			agile__hpack_fragment(&c->in_hp, ev.fragment,
+			                      ev.fragment_len);
+			break;
+		case AGILE_H2_EV_TABLE_SIZE:
+			agile__hpack_table_size(&c->out_hp, ev.value);
+			break;
 		case AGILE_H2_EV_HEADERS_END:
-			/* A push's promise answers nothing. */
+			/* Every block goes through the decoder, or its table
+			 * is lost.  A push's promise answers nothing; nor do
+			 * 1xx headers, once decoded. */
+			fields = agile__hpack_end(&c->in_hp);
+			if (fields != NULL && fields->status >= 100 &&
+			    fields->status <= 199)
+				break;
 			if (!(ev.flags & AGILE_H2_PUSH))
 				end_streams(t, c, ev.stream, ev.stream, now,
-				            true, ended);
+				            true, fields, ended);
 			break;
 		case AGILE_H2_EV_RST_STREAM:
 			end_streams(t, c, ev.stream, ev.stream, now, false,
-			            ended);
+			            NULL, ended);
 			break;
 		case AGILE_H2_EV_GOAWAY:
 			if (ev.stream < UINT32_MAX)
 				end_streams(t, c, ev.stream + 1, UINT32_MAX,
-				            now, false, ended);
+				            now, false, NULL, ended);
 			break;
 		default:
 			break;
@@ -312,7 +385,7 @@ void agile__h2conn_end(struct agile_fd *t, int64_t now,
 	struct h2conn *c = entry_of(t);
 
 	if (c != NULL)
-		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		end_streams(t, c, 1, UINT32_MAX, now, false, NULL, ended);
 }
 
 void agile__h2conn_dup(const struct agile_fd *from, struct agile_fd *to)
@@ -340,7 +413,7 @@ void agile__h2conn_release(struct agile_fd *t, int64_t now,
 	if (c == NULL || __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	if (ended != NULL)
-		end_streams(t, c, 1, UINT32_MAX, now, false, ended);
+		end_streams(t, c, 1, UINT32_MAX, now, false, NULL, ended);
 	__atomic_store_n(&pool[index - 1], NULL, __ATOMIC_RELEASE);
-	free(c);
+	free_entry(c);
 }

@@ -35,12 +35,16 @@
 #include <sys/uio.h>
 
 #include "fdtable.h"
+#include "h2hpack.h"
 #include "h2walk.h"
 
 /* Give `t` an entry, its walker reset at the connection's first byte as
- * a client.  Returns false when the pool is full (or memory short): the
- * connection then keeps the byte-level rules of today. */
-bool agile__h2conn_open(struct agile_fd *t);
+ * a client; with `verdicts` (proto=http) also an HPACK decoder for each
+ * direction, libnghttp2 loaded then (one warning when it cannot be: the
+ * streams are still paced and sampled, without verdicts).  Returns false
+ * when the pool is full (or memory short): the connection then keeps the
+ * byte-level rules of today. */
+bool agile__h2conn_open(struct agile_fd *t, bool verdicts);
 
 /* Plan the send of the first len bytes of iov[0, count) on t's
  * connection (agile__h2_plan).  False when t has no entry or its walker
@@ -49,9 +53,17 @@ bool agile__h2conn_plan(const struct agile_fd *t, const struct iovec *iov,
                         int count, size_t len, struct agile_h2_plan *plan);
 
 /* How a stream's round trip ended, for the caller to record: answered
- * (its first response HEADERS) or truncated, after `rtt_ns`, at `now`. */
+ * (its first response HEADERS) or truncated, after `rtt_ns`, at `now`.
+ * `fields`: what the answer's block said, NULL when it was not decoded;
+ * `excluded`: the request's :path is one of exclude=. */
 typedef void agile_h2conn_ended_fn(struct agile_fd *t, int64_t rtt_ns,
-                                   int64_t now, bool answered);
+                                   int64_t now, bool answered,
+                                   const struct agile_h2_fields *fields,
+                                   bool excluded);
+
+/* Whether a request's :path path[0, len) leaves its stream unsampled. */
+typedef bool agile_h2conn_excluded_fn(const struct agile_fd *t,
+                                      const char *path, size_t len);
 
 /* The send about to go opens `stream` (agile_h2_plan's), timed from
  * start_ns, just before the real call: entered in the table now, since
@@ -71,7 +83,8 @@ void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
  * walker gives up. */
 int agile__h2conn_sent(struct agile_fd *t, const struct iovec *iov,
                        int count, ssize_t result, int64_t start_ns,
-                       int64_t now, agile_h2conn_ended_fn *ended);
+                       int64_t now, agile_h2conn_ended_fn *ended,
+                       agile_h2conn_excluded_fn *excluded);
 
 /* The first `received` bytes of iov[0, count) were read: walk them and
  * end the streams they answer or reset, through `ended`.  Returns false

@@ -167,23 +167,71 @@ static bool may_start_request(const struct agile_fd *t,
 
 static uint8_t answered_state(const struct agile_fd *t);
 
-/* A stream's round trip ended (h2conn.h): a sample, or a truncation. */
+/* Record a round trip of rtt as a verdict says (http.c). */
+static void record_verdict(struct agile_fd *t, struct agile_state_slot *s,
+                           enum agile_http_verdict verdict, int64_t rtt,
+                           int64_t now)
+{
+	switch (verdict) {
+	case AGILE_HTTP_SAMPLE:
+		agile_rate_observe(&s->limiter, rtt);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, rtt,
+		                          now);
+		break;
+	case AGILE_HTTP_SKIP:
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, 0, now);
+		break;
+	case AGILE_HTTP_REFUSED:
+		agile_rate_unavailable(&s->limiter);
+		agile__add_u64(&s->unreachable, 1);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, rtt,
+		                          now);
+		break;
+	case AGILE_HTTP_FAILED:
+		agile_rate_observe(&s->limiter, rtt);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, rtt,
+		                          now);
+		break;
+	case AGILE_HTTP_TRUNCATED:
+		agile_rate_observe_truncated(&s->limiter, rtt);
+		agile__add_u64(&s->truncated, 1);
+		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, rtt,
+		                          now);
+		break;
+	}
+}
+
+/* A stream's round trip ended (h2conn.h): a sample, or a truncation;
+ * with proto=http and its answer decoded, what its status says, as for
+ * HTTP/1 (http.c). */
 static void h2_ended(struct agile_fd *t, int64_t rtt_ns, int64_t now,
-                     bool answered)
+                     bool answered, const struct agile_h2_fields *fields,
+                     bool excluded)
 {
 	struct agile_state_slot *s = slot_of(t);
+	enum agile_http_verdict verdict = answered ? AGILE_HTTP_SAMPLE :
+	                                             AGILE_HTTP_TRUNCATED;
 
-	if (answered) {
-		agile_rate_observe(&s->limiter, rtt_ns);
-		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, rtt_ns,
-		                          now);
-	} else {
-		agile_rate_observe_truncated(&s->limiter, rtt_ns);
-		agile__add_u64(&s->truncated, 1);
-		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED,
-		                          rtt_ns, now);
+	if (answered && excluded) {
+		agile__add_u64(&s->resilience.http_excluded, 1);
+		verdict = AGILE_HTTP_SKIP;
+	} else if (answered && fields != NULL) {
+		verdict = agile__http_h2_verdict(s, fields, now,
+		                                 agile__unix_ns());
 	}
+	record_verdict(t, s, verdict, rtt_ns, now);
 	agile__destinations_tick(t->dest, s, now);
+}
+
+/* Whether an HTTP/2 request's :path is one of exclude= (h2conn.h). */
+static bool h2_excluded(const struct agile_fd *t, const char *path,
+                        size_t len)
+{
+	const struct agile_resilience_config *c =
+		&agile__destinations_rule(t->dest)->resilience;
+
+	return c->proto == AGILE_PROTO_HTTP && c->exclude_count > 0 &&
+	       agile__http_path_excluded(c, path, len);
 }
 
 /*
@@ -261,7 +309,8 @@ static void h2_preface(struct agile_fd *t, const struct iovec *iov, int count)
 	    __atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE) != 0 ||
 	    !agile__h2_preface(iov[0].iov_base, iov[0].iov_len))
 		return;
-	if (!agile__h2conn_open(t))
+	if (!agile__h2conn_open(t, agile__destinations_rule(t->dest)
+	                               ->resilience.proto == AGILE_PROTO_HTTP))
 		agile__log(AGILE_LOG_WARN, "fd %d: no room for another "
 		           "HTTP/2 connection: it is paced per connection",
 		           fd_of(t));
@@ -372,7 +421,8 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 	}
 	/* Nothing went: the stream the send was to open did not open. */
 	if (result <= 0 && __atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE) != 0)
-		agile__h2conn_sent(t, iov, count, result, 0, 0, h2_ended);
+		agile__h2conn_sent(t, iov, count, result, 0, 0, h2_ended,
+		                   h2_excluded);
 	if (result < 0) {
 		if (is_unreachable(error) &&
 		    load8(&t->phase) == AGILE_FD_CONNECTING) {
@@ -414,7 +464,8 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 
 		agile__enter();
 		opened = agile__h2conn_sent(t, iov, count, result, start_ns,
-		                            agile__now_ns(), h2_ended);
+		                            agile__now_ns(), h2_ended,
+		                            h2_excluded);
 		agile__leave();
 		if (opened > 0) {
 			/* A grant already taken for the next stream is its. */
@@ -512,27 +563,7 @@ static void answered(struct agile_fd *t, struct agile_state_slot *s,
 	    AGILE_PROTO_HTTP)
 		verdict = agile__http_response(t, s, data, len, now,
 		                               agile__unix_ns());
-	switch (verdict) {
-	case AGILE_HTTP_SAMPLE:
-		agile_rate_observe(&s->limiter, rtt);
-		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, rtt,
-		                          now);
-		break;
-	case AGILE_HTTP_SKIP:
-		agile__resilience_outcome(t, s, AGILE_OUTCOME_ANSWERED, 0, now);
-		break;
-	case AGILE_HTTP_REFUSED:
-		agile_rate_unavailable(&s->limiter);
-		agile__add_u64(&s->unreachable, 1);
-		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, rtt,
-		                          now);
-		break;
-	case AGILE_HTTP_FAILED:
-		agile_rate_observe(&s->limiter, rtt);
-		agile__resilience_outcome(t, s, AGILE_OUTCOME_TRUNCATED, rtt,
-		                          now);
-		break;
-	}
+	record_verdict(t, s, verdict, rtt, now);
 }
 
 /*

@@ -38,6 +38,7 @@
 
 #include "atomics.h"
 #include "internal.h"
+#include "h2hpack.h"
 #include "resilience_hook.h"
 
 /* The end of the headers (or of the data, if they are cut short). */
@@ -344,6 +345,24 @@ bool agile__http_interim(const void *data, size_t len)
 	return true;
 }
 
+/* Whether path[0, len) is one of the excluded ones. */
+bool agile__http_path_excluded(const struct agile_resilience_config *c,
+                               const char *path, size_t len)
+{
+	const char *end = path + len;
+
+	for (uint32_t i = 0; i < c->exclude_count; i++) {
+		size_t n = strlen(c->exclude[i]);
+
+		if ((size_t)(end - path) >= n &&
+		    memcmp(path, c->exclude[i], n) == 0 &&
+		    (path + n == end || path[n] == '?' || path[n] == '/' ||
+		     c->exclude[i][n - 1] == '/'))
+			return true;
+	}
+	return false;
+}
+
 /* Whether the request line's path is one of the excluded ones. */
 static bool excluded(const struct agile_resilience_config *c, const char *p,
                      size_t len)
@@ -357,16 +376,7 @@ static bool excluded(const struct agile_resilience_config *c, const char *p,
 	end = memchr(path, ' ', len - (size_t)(path - p));
 	if (end == NULL)
 		end = p + len;
-	for (uint32_t i = 0; i < c->exclude_count; i++) {
-		size_t n = strlen(c->exclude[i]);
-
-		if ((size_t)(end - path) >= n &&
-		    memcmp(path, c->exclude[i], n) == 0 &&
-		    (path + n == end || path[n] == '?' || path[n] == '/' ||
-		     c->exclude[i][n - 1] == '/'))
-			return true;
-	}
-	return false;
+	return agile__http_path_excluded(c, path, (size_t)(end - path));
 }
 
 void agile__http_request(struct agile_fd *t,
@@ -426,15 +436,9 @@ enum agile_http_verdict agile__http_response(struct agile_fd *t,
 		return AGILE_HTTP_SAMPLE;
 	head = header_end(data, len);
 	if (status == 429 || status == 503) {
-		int64_t pause_ns;
-
 		v = header_value(data, head, "Retry-After", &vlen);
-		pause_ns = agile__http_retry_after_ns(v, vlen, unix_ns);
-		if (pause_ns > 0) {
-			pause_bucket(s, now_ns + pause_ns);
-			agile__add_u64(&z->http_pauses, 1);
-		}
-		return AGILE_HTTP_REFUSED;
+		return agile__http_status_verdict(s, status, v, vlen, now_ns,
+		                                  unix_ns);
 	}
 	v = header_value(data, head, "X-Cache", &vlen);
 	if (v != NULL && vlen >= 3) {
@@ -449,5 +453,59 @@ enum agile_http_verdict agile__http_response(struct agile_fd *t,
 		agile__add_u64(&z->http_cache_hits, 1);
 		return AGILE_HTTP_SKIP;
 	}
+	return agile__http_status_verdict(s, status, NULL, 0, now_ns, unix_ns);
+}
+
+enum agile_http_verdict agile__http_status_verdict(struct agile_state_slot *s,
+                                                   int status,
+                                                   const char *retry_after,
+                                                   size_t retry_len,
+                                                   int64_t now_ns,
+                                                   int64_t unix_ns)
+{
+	if (status == 429 || status == 503) {
+		int64_t pause_ns = agile__http_retry_after_ns(retry_after,
+		                                              retry_len,
+		                                              unix_ns);
+
+		if (pause_ns > 0) {
+			pause_bucket(s, now_ns + pause_ns);
+			agile__add_u64(&s->resilience.http_pauses, 1);
+		}
+		return AGILE_HTTP_REFUSED;
+	}
 	return status >= 500 ? AGILE_HTTP_FAILED : AGILE_HTTP_SAMPLE;
+}
+
+/* gRPC's status codes the verdicts read (grpc/doc/statuscodes.md). */
+#define GRPC_DEADLINE_EXCEEDED 4
+#define GRPC_RESOURCE_EXHAUSTED 8
+#define GRPC_UNAVAILABLE 14
+
+enum agile_http_verdict agile__http_h2_verdict(struct agile_state_slot *s,
+                                               const struct agile_h2_fields *f,
+                                               int64_t now_ns,
+                                               int64_t unix_ns)
+{
+	/* A trailers-only gRPC response carries grpc-status in its one
+	 * block, under :status 200: the gRPC code decides. */
+	switch (f->grpc_status) {
+	case GRPC_UNAVAILABLE:
+	case GRPC_RESOURCE_EXHAUSTED:
+		return AGILE_HTTP_REFUSED;
+	case GRPC_DEADLINE_EXCEEDED:
+		return AGILE_HTTP_TRUNCATED;
+	default:
+		break;
+	}
+	if (f->status == 429 || f->status == 503)
+		return agile__http_status_verdict(s, f->status, f->retry_after,
+		                                  f->retry_after_len, now_ns,
+		                                  unix_ns);
+	if (f->cache_hit) {
+		agile__add_u64(&s->resilience.http_cache_hits, 1);
+		return AGILE_HTTP_SKIP;
+	}
+	return agile__http_status_verdict(s, f->status, NULL, 0, now_ns,
+	                                  unix_ns);
 }
