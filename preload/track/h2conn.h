@@ -8,8 +8,11 @@
  * HEADERS went out: one round-trip sample per stream, ended by the first
  * response HEADERS on that stream (not the connection's next read), and
  * truncated by RST_STREAM either way, a GOAWAY that leaves it out, or the
- * connection's end.  1xx headers are told apart only by HPACK (h2hpack.h),
- * not decoded yet here: a 103 Early Hints ends its stream's round trip.
+ * connection's end.  With proto=http each direction's header blocks go
+ * through an HPACK decoder (h2hpack.h): a 1xx response then leaves its
+ * stream in flight, the request's :path may exclude it, and the answer's
+ * fields reach the caller for its verdict; without a decoder (another
+ * proto, or no libnghttp2) a 103 Early Hints ends its stream's round trip.
  *
  * An entry lives in the process's memory, never in the state file; a
  * tracked descriptor names it by one index (struct agile_fd's h2conn,
