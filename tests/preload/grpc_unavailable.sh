@@ -9,7 +9,7 @@
 # one channel calls it for 1.5 s under the settings of refused.sh (slo=100ms
 # floor=10 probe=1): every call is unreachable, none is a sample, and the
 # rate falls from 20 to 2 or less (toward the probe floor of 1/s), where
-# answer is a fast sample and the rate holds.
+# without proto=http each fast answer is a fast sample and the rate rises.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 py=/usr/bin/python3
 "$py" -c 'import grpc' 2>/dev/null || skip "python3-grpcio not installed"
