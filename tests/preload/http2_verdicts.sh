@@ -9,9 +9,9 @@
 # decoder (h2hpack.h, on libnghttp2) reads the 429 and pauses the bucket
 # as http.c does for HTTP/1.1: the second request reaches the server no
 # earlier than 1.8 s after the first, and the 429 counts as unreachable,
-# not as a sample.  Without proto=http the same exchange is not paused.
-# Last, exclude=/health read from the request's :path leaves its streams
-# out of the samples.
+# not as a sample.
+# Last, exclude=/health read from the request's :path leaves its three
+# streams out of the samples.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 py=/usr/bin/python3
@@ -40,3 +40,16 @@ check "v[0] >= 1.8" "the next request waits for Retry-After" "$g"
 check "v[0] >= 1" "the 429 is unreachable" "$(stat_json h2 'd["unreachable"]')"
 check "v[0] == 3" "the three 200s are the samples" \
 	"$(stat_json h2 'd["samples_total"]')"
+
+# exclude= on the request's :path: three requests for /health, no sample.
+port=$(closed_port)
+"$py" "$srcdir/tests/preload/h2status.py" "$port" 429 0 "$tmp/health" \
+	"$tmp/h2health.port" >"$tmp/h2health.log" 2>&1 </dev/null &
+started $!
+await_file "$tmp/h2health.port" "h2status.py did not start" "$tmp/h2health.log"
+export AGILE_DEST_H2X="127.0.0.1:$port max=50 floor=50 initial=50 proto=http exclude=/health"
+preloaded "$py" "$srcdir/tests/preload/h2get.py" "$port" 3 /health \
+	>"$tmp/get.out" 2>&1 || fail "h2get.py failed: $(cat "$tmp/get.out")"
+check "v[0] == 3" "the server saw the three requests" "$(count_lines "$tmp/health")"
+check "v[0] == 0" "an excluded :path is no sample" \
+	"$(stat_json h2x 'd["samples_total"]')"
