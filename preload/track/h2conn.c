@@ -33,7 +33,8 @@
 struct h2stream {
 	uint32_t id;
 	int64_t start_ns;
-	int64_t ready_ns; /* its answer seen by a peek, 0 not (peek) */
+	int64_t ready_ns; /* its answer began (a peek saw it, or a gRPC
+	                   * answer's headers came before its trailers), 0 not */
 	uint8_t excluded; /* its :path is one of exclude= */
 };
 
@@ -193,6 +194,22 @@ static void mark_excluded(struct h2conn *c, uint32_t stream)
 			                 __ATOMIC_RELEASE);
 }
 
+/* The answer of `stream` began at `now`, its verdict to come: the time
+ * a peek saw it first stays. */
+static void mark_answered(struct h2conn *c, uint32_t stream, int64_t now)
+{
+	for (int i = 0; i < H2CONN_STREAMS; i++) {
+		int64_t zero = 0;
+
+		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) ==
+		    stream)
+			__atomic_compare_exchange_n(&c->streams[i].ready_ns,
+			                            &zero, now, false,
+			                            __ATOMIC_ACQ_REL,
+			                            __ATOMIC_RELAXED);
+	}
+}
+
 /* A send failed: the stream it was to open (entered by
  * agile__h2conn_opening, above every id the sent flow has opened) was not
  * opened, and leaves the table unsampled. */
@@ -308,9 +325,20 @@ bool agile__h2conn_received(struct agile_fd *t, const struct iovec *iov,
 			if (fields != NULL && fields->status >= 100 &&
 			    fields->status <= 199)
 				break;
-			if (!(ev.flags & AGILE_H2_PUSH))
-				end_streams(t, c, ev.stream, ev.stream, now,
-				            true, fields, ended);
+			if (ev.flags & AGILE_H2_PUSH)
+				break;
+			/* A gRPC answer that goes on (messages, then
+			 * trailers) says how the call went in its trailers:
+			 * the round trip ends at these headers, the verdict
+			 * waits for the grpc-status to come. */
+			if (fields != NULL && fields->grpc &&
+			    fields->grpc_status < 0 &&
+			    !(ev.flags & AGILE_H2_END_STREAM)) {
+				mark_answered(c, ev.stream, now);
+				break;
+			}
+			end_streams(t, c, ev.stream, ev.stream, now, true,
+			            fields, ended);
 			break;
 		case AGILE_H2_EV_RST_STREAM:
 			end_streams(t, c, ev.stream, ev.stream, now, false,
@@ -365,16 +393,7 @@ bool agile__h2conn_peek(const struct agile_fd *t, int fd, int64_t now)
 		if (ev.type != AGILE_H2_EV_HEADERS_END ||
 		    (ev.flags & AGILE_H2_PUSH))
 			continue;
-		for (int i = 0; i < H2CONN_STREAMS; i++) {
-			int64_t zero = 0;
-
-			if (__atomic_load_n(&c->streams[i].id,
-			                    __ATOMIC_ACQUIRE) == ev.stream)
-				__atomic_compare_exchange_n(
-					&c->streams[i].ready_ns, &zero, now,
-					false, __ATOMIC_ACQ_REL,
-					__ATOMIC_RELAXED);
-		}
+		mark_answered(c, ev.stream, now);
 	}
 	return true;
 }
