@@ -1,5 +1,6 @@
 #!/bin/sh
-# grpc.sh - gRPC's unary calls on one channel are paced one by one.
+# grpc.sh - gRPC's calls on one channel are paced one by one, unary and
+# server-streaming.
 #
 # A gRPC channel multiplexes every call on one HTTP/2 connection, and
 # grpc-core writes from its own event loop with sendmsg on a non-blocking
@@ -11,7 +12,9 @@
 # second stream's HEADERS.  Against a Python gRPC server over cleartext
 # that logs each call's arrival: 60 calls succeed, at most 21 arrive in any
 # second, the median gap is at least half the 50 ms interval, and there is
-# one round-trip sample per call.
+# one round-trip sample per call.  Then 40 server-streaming calls (three
+# messages each, the status in trailers after them) from 8 threads: paced
+# the same way, one sample per call.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 
 # Python's grpc is Debian's python3-grpcio, for the system's interpreter.
@@ -24,6 +27,7 @@ from concurrent import futures
 import grpc
 
 port, log = int(sys.argv[1]), open(sys.argv[2], "a", buffering=1)
+stream_log = open(sys.argv[4], "a", buffering=1)
 
 
 def echo(request, context):
@@ -31,8 +35,15 @@ def echo(request, context):
     return request
 
 
+def stream(request, context):
+    stream_log.write("%.6f\n" % time.time())
+    for _ in range(3):
+        yield request
+
+
 handler = grpc.method_handlers_generic_handler(
-    "test.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)})
+    "test.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo),
+                  "Stream": grpc.unary_stream_rpc_method_handler(stream)})
 server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
 server.add_generic_rpc_handlers((handler,))
 server.add_insecure_port("127.0.0.1:%d" % port)
@@ -45,9 +56,14 @@ cat >"$tmp/client.py" <<'PY'
 import sys, threading
 import grpc
 
-port, calls = int(sys.argv[1]), int(sys.argv[2])
+port, calls, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 channel = grpc.insecure_channel("127.0.0.1:%d" % port)
-echo = channel.unary_unary("/test.Echo/Echo")
+if mode == "stream":
+    call = channel.unary_stream("/test.Echo/Stream")
+    def echo(request, timeout):
+        assert len(list(call(request, timeout=timeout))) == 3
+else:
+    echo = channel.unary_unary("/test.Echo/Echo")
 lock = threading.Lock()
 left, done = [calls], [0]
 
@@ -72,31 +88,32 @@ print("%d calls done" % done[0])
 PY
 
 port=$(closed_port)
-"$py" "$tmp/server.py" "$port" "$tmp/arrivals" "$tmp/server.port" \
+"$py" "$tmp/server.py" "$port" "$tmp/arrivals" "$tmp/server.port" "$tmp/streams" \
 	>"$tmp/server.log" 2>&1 </dev/null &
 started $!
 await_file "$tmp/server.port" "the gRPC server did not start" "$tmp/server.log"
 export AGILE_DEST_GRPC="127.0.0.1:$port max=20 floor=20 initial=20"
-preloaded timeout 60 "$py" "$tmp/client.py" "$port" 60 >"$tmp/client.out" 2>&1 ||
+preloaded timeout 60 "$py" "$tmp/client.py" "$port" 60 unary >"$tmp/client.out" 2>&1 ||
 	fail "the gRPC client failed: $(cat "$tmp/client.out")"
 grep -q '^60 calls done' "$tmp/client.out" || fail "client: $(cat "$tmp/client.out")"
 
-busiest=$(python3 - "$tmp/arrivals" <<'PY'
-import collections, sys
-t = [float(x) for x in open(sys.argv[1]) if x.strip()]
-print(max(collections.Counter(int(x) for x in t).values(), default=0))
-PY
-)
-median_gap=$(python3 - "$tmp/arrivals" <<'PY'
-import sys
-t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
-g = sorted(b - a for a, b in zip(t, t[1:]))
-print(g[len(g) // 2] if g else 0)
-PY
-)
+busiest=$(arrival_busiest_second "$tmp/arrivals")
+median_gap=$(arrival_median_gap "$tmp/arrivals")
 note "60 unary calls from 8 threads on one channel: $(count_lines "$tmp/arrivals") at the server, $busiest in its busiest second, median gap $median_gap s"
 check "v[0] == 60" "the server saw every call" "$(count_lines "$tmp/arrivals")"
 check "v[0] <= 21" "at most 21 calls in any second at 20/s" "$busiest"
 check "v[0] >= 0.025" "calls spaced, not bunched" "$median_gap"
 check "v[0] == 60" "one sample per call" \
+	"$(stat_json grpc 'd["samples_total"]')"
+
+preloaded timeout 60 "$py" "$tmp/client.py" "$port" 40 stream >"$tmp/client.out" 2>&1 ||
+	fail "the gRPC client failed: $(cat "$tmp/client.out")"
+grep -q '^40 calls done' "$tmp/client.out" || fail "client: $(cat "$tmp/client.out")"
+busiest=$(arrival_busiest_second "$tmp/streams")
+median_gap=$(arrival_median_gap "$tmp/streams")
+note "40 server-streaming calls from 8 threads: $(count_lines "$tmp/streams") at the server, $busiest in its busiest second, median gap $median_gap s"
+check "v[0] == 40" "the server saw every streaming call" "$(count_lines "$tmp/streams")"
+check "v[0] <= 21" "at most 21 streaming calls in any second at 20/s" "$busiest"
+check "v[0] >= 0.025" "streaming calls spaced, not bunched" "$median_gap"
+check "v[0] == 100" "one sample per streaming call too" \
 	"$(stat_json grpc 'd["samples_total"]')"

@@ -50,19 +50,8 @@ grep -q '60 succeeded' "$tmp/h2load.out" || fail "h2load: $(cat "$tmp/h2load.out
 # "[id=2] [  1.234] recv HEADERS frame <...>": the arrival of a request.
 sed -n 's/^\[id=[0-9]*\] \[ *\([0-9.]*\)\] recv HEADERS frame.*/\1/p' \
 	"$tmp/nghttpd.log" >"$tmp/arrivals"
-busiest=$(python3 - "$tmp/arrivals" <<'PY'
-import collections, sys
-t = [float(x) for x in open(sys.argv[1]) if x.strip()]
-print(max(collections.Counter(int(x) for x in t).values(), default=0))
-PY
-)
-median_gap=$(python3 - "$tmp/arrivals" <<'PY'
-import sys
-t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
-g = sorted(b - a for a, b in zip(t, t[1:]))
-print(g[len(g) // 2] if g else 0)
-PY
-)
+busiest=$(arrival_busiest_second "$tmp/arrivals")
+median_gap=$(arrival_median_gap "$tmp/arrivals")
 note "60 requests on one connection: $(count_lines "$tmp/arrivals") at the server, $busiest in its busiest second, median gap $median_gap s"
 check "v[0] == 60" "the server saw every request" "$(count_lines "$tmp/arrivals")"
 check "v[0] <= 21" "at most 21 requests in any second at 20/s" "$busiest"

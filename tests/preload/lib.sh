@@ -300,6 +300,25 @@ print(max((bisect.bisect_right(t, x + w) - i for i, x in enumerate(t)), default=
 PY
 }
 
+# The most arrivals in one calendar second of the server's clock.
+arrival_busiest_second() {
+	python3 - "$1" <<'PY'
+import collections, sys
+t = [float(x) for x in open(sys.argv[1]) if x.strip()]
+print(max(collections.Counter(int(x) for x in t).values(), default=0))
+PY
+}
+
+# The median gap between two arrivals, in seconds.
+arrival_median_gap() {
+	python3 - "$1" <<'PY'
+import sys
+t = sorted(float(x) for x in open(sys.argv[1]) if x.strip())
+g = sorted(b - a for a, b in zip(t, t[1:]))
+print(g[len(g) // 2] if g else 0)
+PY
+}
+
 count_lines() { wc -l <"$1" | tr -d ' '; }
 
 # One scheduling delay, measured beside the test: start_lateness NAME
