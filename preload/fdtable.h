@@ -146,6 +146,16 @@ struct agile_fd {
 	                             start; 0 none (track.c) */
 	int64_t tls_end_ns;       /* the first record's arrival: its end unless
 	                             a record of another length comes */
+	int64_t inbound_left;     /* a listener's proto=http: bytes of the
+	                             response still to write before the
+	                             request's permit returns (inbound.c);
+	                             AGILE_HTTP_CHUNKED, AGILE_HTTP_TO_CLOSE,
+	                             0 none */
+	uint8_t inbound_head;     /* 1: the request in service is a HEAD */
+	uint8_t inbound_shed;     /* inbound.c's answer to the read just made
+	                             (enum agile_inbound_recv) */
+	uint8_t inbound_drain;    /* 1: answered and shut: drain before the
+	                             close */
 };
 
 extern struct agile_fd *agile__fd_table;

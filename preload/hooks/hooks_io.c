@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "hooks.h"
+#include "inbound.h"
 #include "track.h"
 #include "usermem.h"
 
@@ -90,24 +91,35 @@
 
 /* RECV_LIKE's tracked half, for the entry `t` of the fd.  A signal
  * handler's receive while its thread is in a tracked call is not tracked
- * (track.h, agile__track_in_handler). */
+ * (track.h, agile__track_in_handler).  A request that a listener with
+ * proto=http shed was answered by the preload and is not the program's
+ * (inbound.h): the call is made again for the next one (it blocks, or
+ * fails with EAGAIN, as the program asked), or the program reads the end
+ * of the file when the connection was closed with the answer. */
 #define RECV_TRACKED(type, t, asked, iov, count, flags, call) do { \
 	uintptr_t here_ = (uintptr_t)__builtin_frame_address(0); \
 	struct agile_fd *t_ = (t); \
 	type r_; \
 	if (((flags) & MSG_ERRQUEUE) || agile__track_in_handler(here_)) \
 		return call; \
-	agile__track_hook_enter(here_); \
-	r_ = call; \
-	agile__track_hook_leave(); \
-	if (r_ < 0) /* the kernel may have refused iov: not read */ \
-		agile__track_after_recv(t_, -1, errno, 0, NULL, 0, \
-		                        ((flags) & MSG_PEEK) != 0); \
-	else \
+	for (;;) { \
+		agile__track_hook_enter(here_); \
+		r_ = call; \
+		agile__track_hook_leave(); \
+		if (r_ < 0) { /* the kernel may have refused iov: not read */ \
+			agile__track_after_recv(t_, -1, errno, 0, NULL, 0, \
+			                        ((flags) & MSG_PEEK) != 0); \
+			return r_; \
+		} \
 		agile__track_after_recv(t_, (ssize_t)r_, errno, (asked), \
 		                        (iov), (count), \
 		                        ((flags) & MSG_PEEK) != 0); \
-	return r_; \
+		switch (agile__inbound_answered(t_)) { \
+		case AGILE_INBOUND_KEEP: return r_; \
+		case AGILE_INBOUND_END: return 0; \
+		default: break; \
+		} \
+	} \
 } while (0)
 
 /*

@@ -28,6 +28,18 @@
  * it is closed 500 ms later, or when 256 others linger, by whichever
  * accept comes next, its request read and dropped first.
  *
+ * With proto=http the permits are taken by requests instead (HTTP/1.x):
+ * a connection is accepted without one, each request takes one when its
+ * first bytes are read and gives it back when its response is complete by
+ * its framing (response_written), so an idle keep-alive connection holds
+ * nothing.  A request that gets none is answered in the program's place
+ * (shed_request) and its bytes are not the program's: the receive hook
+ * reads again (inbound.h), and the program, blocking or not, sees the next
+ * request or EAGAIN as if the shed one had never come.  The connection is
+ * kept when the answer can be sure where the request ended (all of it,
+ * and nothing more, in that one read); otherwise the answer closes it, and
+ * the program reads an end of file.
+ *
  * An admitted connection is tracked with AGILE_FD_INBOUND and is never
  * paced.  Its requests are timed the other way round from a client's: the
  * first read returning data starts a request, the first write after it ends
@@ -253,7 +265,7 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	struct agile_state_resilience *z;
 	struct agile_state_slot *s;
 	struct agile_fd *t;
-	bool shed_open = false;
+	bool shed_open = false, per_request;
 	int saved = errno;
 	int32_t permit;
 	int64_t now;
@@ -293,8 +305,9 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	/* A server killed with connections open left their permits held by
 	 * its pid: they are reclaimed here, or a restarted server would shed
 	 * everything. */
-	permit = agile__permit_try_reclaiming(z, now);
-	t = permit > 0 ? agile__fd_entry(fd) : NULL;
+	per_request = c->proto == AGILE_PROTO_HTTP;
+	permit = per_request ? 0 : agile__permit_try_reclaiming(z, now);
+	t = permit > 0 || per_request ? agile__fd_entry(fd) : NULL;
 	if (t == NULL) {
 		if (shed_open) {
 			struct agile_shedder_ticket ticket = { .open = 1 };
@@ -305,7 +318,7 @@ int agile__inbound_accepted(int listen_fd, int fd)
 		}
 		if (permit > 0) {
 			agile__permit_release(z, permit, 0);
-		} else {
+		} else if (!per_request) {
 			agile__add_u64(&z->shed, 1);
 			shed(fd, c, now);
 			agile__leave();
@@ -329,6 +342,10 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	t->conn_id = agile__fd_new_conn_id();
 	t->stdio_inode = 0;
 	t->peer = 0;
+	t->inbound_left = 0;
+	t->inbound_head = 0;
+	t->inbound_shed = AGILE_INBOUND_KEEP;
+	t->inbound_drain = 0;
 	__atomic_store_n(&t->tracked, 1, __ATOMIC_RELEASE);
 	agile__add_u64(&s->connects, 1);
 	agile__leave();
@@ -336,26 +353,182 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	return 0;
 }
 
-void agile__inbound_after_recv(struct agile_fd *t, ssize_t result,
-                               const void *data, size_t len)
+/* The descriptor of the entry t. */
+static int fd_of(const struct agile_fd *t)
 {
+	return (int)(t - __atomic_load_n(&agile__fd_table, __ATOMIC_ACQUIRE));
+}
+
+/* Answer a request read on `t` that gets no permit, in place of the
+ * program.  p[0, n) is what the read returned (n of `result` bytes in its
+ * first buffer).  The connection is kept when the whole request, and
+ * nothing more, was in that read and neither side asked for a close: the
+ * program then never sees it.  Otherwise the answer says "Connection:
+ * close", the write side is shut and the program reads an end of file
+ * (what is left of the request is drained at its close, so that no reset
+ * destroys the answer unread). */
+static void shed_request(struct agile_fd *t,
+                         const struct agile_resilience_config *c,
+                         const char *p, size_t n, ssize_t result)
+{
+	struct agile_http_frame f;
+	int fd = fd_of(t);
+	bool keep;
+	char head[256];
+	int len;
+	ssize_t sent = -1;
+
+	agile__http_frame(p, n, false, &f);
+	keep = c->shed_response == AGILE_SHED_HTTP && f.head_len > 0 &&
+	       !f.close && f.body >= 0 && (size_t)result == n &&
+	       f.head_len + (size_t)f.body == n;
+	if (c->shed_response == AGILE_SHED_HTTP) {
+		len = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
+		               "Content-Length: 0\r\n%s", (int)c->shed_status,
+		               reason(c->shed_status),
+		               keep ? "" : "Connection: close\r\n");
+		if (c->retry_after_ns > 0)
+			len += snprintf(head + len, sizeof(head) - (size_t)len,
+			                "Retry-After: %lld\r\n", (long long)
+			                ((c->retry_after_ns + AGILE_NS_PER_S - 1) /
+			                 AGILE_NS_PER_S));
+		len += snprintf(head + len, sizeof(head) - (size_t)len, "\r\n");
+		sent = agile__libc.send(fd, head, (size_t)len,
+		                        MSG_DONTWAIT | MSG_NOSIGNAL);
+		/* An answer the socket could not take whole ends the
+		 * connection: a client must never read half of one. */
+		keep = keep && sent == len;
+	}
+	if (!keep) {
+		agile__libc.shutdown(fd, SHUT_WR);
+		__atomic_store_n(&t->inbound_drain, 1, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&t->inbound_shed,
+	                 keep ? AGILE_INBOUND_AGAIN : AGILE_INBOUND_END,
+	                 __ATOMIC_RELEASE);
+}
+
+/* proto=http: the request whose first bytes p[0, n) were just read takes a
+ * permit, unless the connection still holds one for a response not yet
+ * complete (a pipelined request rides on it).  False: refused, and
+ * answered. */
+static bool admit_request(struct agile_fd *t,
+                          const struct agile_resilience_config *c,
+                          const char *p, size_t n, ssize_t result)
+{
+	struct agile_state_slot *s;
+	struct agile_http_frame f;
+	int32_t permit;
+	int64_t now;
+
+	agile__http_frame(p, n, false, &f);
+	__atomic_store_n(&t->inbound_head, f.head_method, __ATOMIC_RELEASE);
+	if (__atomic_load_n(&t->permit, __ATOMIC_ACQUIRE) != 0)
+		return true;
+	agile__enter();
+	s = agile__destinations_slot(t->dest);
+	now = agile__now_ns();
+	permit = agile__permit_try_reclaiming(&s->resilience, now);
+	if (permit > 0) {
+		t->permit_tid = agile__thread_id();
+		__atomic_store_n(&t->permit, permit, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->inbound_left, 0, __ATOMIC_RELEASE);
+		agile__leave();
+		return true;
+	}
+	agile__add_u64(&s->resilience.shed, 1);
+	shed_request(t, c, p, n, result);
+	agile__leave();
+	return false;
+}
+
+void agile__inbound_after_recv(struct agile_fd *t, ssize_t result,
+                               const void *data, size_t len, bool peek)
+{
+	const struct agile_resilience_config *c =
+		&agile__destinations_rule(t->dest)->resilience;
 	uint8_t expected = AGILE_REQ_FREE;
+	size_t n = len < (size_t)result ? len : (size_t)result;
 
 	if (result <= 0)
 		return; /* an end of file is settled at close */
+	/* A peek's bytes are read again: that read is the request's. */
+	if (peek && c->proto == AGILE_PROTO_HTTP)
+		return;
 	if (!__atomic_compare_exchange_n(&t->request, &expected,
 	                                 AGILE_REQ_IN_FLIGHT, false,
 	                                 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return; /* more of a request already started */
+	if (c->proto == AGILE_PROTO_HTTP &&
+	    !admit_request(t, c, data, n, result)) {
+		__atomic_store_n(&t->request, AGILE_REQ_FREE, __ATOMIC_RELEASE);
+		return;
+	}
 	__atomic_store_n(&t->request_start_ns, agile__now_ns(),
 	                 __ATOMIC_RELEASE);
-	{
-		const struct agile_resilience_config *c =
-			&agile__destinations_rule(t->dest)->resilience;
+	if (c->proto == AGILE_PROTO_HTTP)
+		agile__http_request(t, c, data, n);
+}
 
-		if (c->proto == AGILE_PROTO_HTTP)
-			agile__http_request(t, c, data, len < (size_t)result
-			                                ? len : (size_t)result);
+/* proto=http: give the request's permit back, its response complete. */
+static void release_request(struct agile_fd *t, struct agile_state_slot *s)
+{
+	int32_t permit = __atomic_exchange_n(&t->permit, 0, __ATOMIC_ACQ_REL);
+
+	__atomic_store_n(&t->inbound_left, 0, __ATOMIC_RELEASE);
+	agile__permit_release(&s->resilience, permit, t->permit_tid);
+}
+
+/* proto=http: `result` bytes of a response were written, p[0, n) of them
+ * in the first buffer, `first` when they are its first.  The permit goes
+ * back once the response is complete by its framing: its Content-Length
+ * of body written after the head, a chunked body's last chunk ending a
+ * write, at once for a head alone (a HEAD's response, 204, 304); a
+ * response framed by the close, or whose head the first write did not
+ * hold whole, keeps it until the close. */
+static void response_written(struct agile_fd *t, struct agile_state_slot *s,
+                             const char *p, size_t n, ssize_t result,
+                             bool first)
+{
+	int64_t left = __atomic_load_n(&t->inbound_left, __ATOMIC_ACQUIRE);
+
+	if (__atomic_load_n(&t->permit, __ATOMIC_ACQUIRE) == 0)
+		return;
+	if (first) {
+		struct agile_http_frame f;
+
+		agile__http_frame(p, n, true, &f);
+		if (f.head_len == 0 || f.body == AGILE_HTTP_TO_CLOSE)
+			left = AGILE_HTTP_TO_CLOSE;
+		else if (f.body == AGILE_HTTP_CHUNKED &&
+		         !__atomic_load_n(&t->inbound_head, __ATOMIC_ACQUIRE))
+			left = AGILE_HTTP_CHUNKED;
+		else
+			left = (int64_t)f.head_len - result +
+			       (__atomic_load_n(&t->inbound_head,
+			                        __ATOMIC_ACQUIRE) ||
+			        f.body < 0 ? 0 : f.body);
+		if (left <= 0 && left != AGILE_HTTP_CHUNKED &&
+		    left != AGILE_HTTP_TO_CLOSE) {
+			release_request(t, s);
+			return;
+		}
+		__atomic_store_n(&t->inbound_left, left, __ATOMIC_RELEASE);
+		if (left != AGILE_HTTP_CHUNKED)
+			return;
+	}
+	if (left == AGILE_HTTP_CHUNKED) {
+		/* The last chunk (and an empty trailer) ends the body. */
+		if (n == (size_t)result && n >= 5 &&
+		    memcmp(p + n - 5, "0\r\n\r\n", 5) == 0)
+			release_request(t, s);
+	} else if (left > 0) {
+		left -= result;
+		if (left <= 0)
+			release_request(t, s);
+		else
+			__atomic_store_n(&t->inbound_left, left,
+			                 __ATOMIC_RELEASE);
 	}
 }
 
@@ -388,9 +561,21 @@ void agile__inbound_after_send(struct agile_fd *t, ssize_t result,
 	uint8_t flags;
 	int status;
 
-	if (result <= 0 || __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
-	    AGILE_REQ_IN_FLIGHT)
+	if (result <= 0)
 		return;
+	if (__atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
+	    AGILE_REQ_IN_FLIGHT) {
+		/* More of a response whose first bytes ended its request. */
+		if (__atomic_load_n(&t->inbound_left, __ATOMIC_ACQUIRE) != 0) {
+			agile__enter();
+			response_written(t, agile__destinations_slot(t->dest),
+			                 data, len < (size_t)result
+			                       ? len : (size_t)result,
+			                 result, false);
+			agile__leave();
+		}
+		return;
+	}
 	/* "100 Continue" before the client sends its body (Python's
 	 * http.server writes it for any request that expects it) is no
 	 * response: the handling runs on to the final one, as track.c's
@@ -412,6 +597,10 @@ void agile__inbound_after_send(struct agile_fd *t, ssize_t result,
 	                                            ? len : (size_t)result)
 	                 : 0;
 	settle_shedder(t, &s->resilience, true, start, now);
+	if (c->proto == AGILE_PROTO_HTTP)
+		response_written(t, s, data, len < (size_t)result
+		                             ? len : (size_t)result,
+		                 result, true);
 	if (flags & AGILE_FD_EXCLUDED) {
 		agile__add_u64(&s->resilience.http_excluded, 1);
 	} else if (status >= 500 &&
@@ -446,5 +635,13 @@ void agile__inbound_close(struct agile_fd *t)
 	}
 	settle_shedder(t, &s->resilience, false, start, now);
 	agile__resilience_close(t); /* the permit */
+	if (__atomic_exchange_n(&t->inbound_drain, 0, __ATOMIC_ACQ_REL)) {
+		char buf[4096];
+
+		/* The rest of a request answered and shut (shed_request). */
+		while (agile__libc.recv(fd_of(t), buf, sizeof(buf),
+		                        MSG_DONTWAIT) > 0)
+			;
+	}
 	agile__leave();
 }

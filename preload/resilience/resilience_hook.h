@@ -180,6 +180,26 @@ int64_t agile__http_retry_after_ns(const char *v, size_t n, int64_t unix_ns);
 /* The status code of a response's first bytes, or 0 when they are not an
  * HTTP/1.x status line. */
 int agile__http_status(const void *data, size_t len);
+
+/* The framing of an HTTP/1 message whose head starts p[0, len)
+ * (agile__http_frame): what a listener with proto=http needs to know when
+ * a request ends, to answer it itself, and when its response is complete. */
+#define AGILE_HTTP_CHUNKED (-1)  /* body: chunked */
+#define AGILE_HTTP_TO_CLOSE (-2) /* body: until the connection closes, or
+                                    a framing no reader can find */
+struct agile_http_frame {
+	size_t head_len;     /* start line and headers with the empty line;
+	                        0: the head is not all in p[0, len) */
+	int64_t body;        /* the body's length, or one of the above */
+	int status;          /* a response's status; 0 for a request */
+	bool close;          /* the connection ends with this message
+	                        (Connection: close, or HTTP/1.0 without
+	                        keep-alive) */
+	bool head_method;    /* a request: HEAD, whose response has no body */
+	bool options_method; /* a request: OPTIONS */
+};
+void agile__http_frame(const void *data, size_t len, bool response,
+                       struct agile_http_frame *f);
 /* Whether data[0, len) is one or more whole HTTP/1.x interim responses
  * (a 1xx status other than 101, headers through the blank line) and
  * nothing else: "HTTP/1.1 100 Continue\r\n\r\n" as a client reads it

@@ -720,7 +720,7 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	uint8_t stage;
 
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
-		agile__inbound_after_recv(t, result, data, data_len);
+		agile__inbound_after_recv(t, result, data, data_len, peek);
 		errno = error;
 		return;
 	}

@@ -509,3 +509,80 @@ enum agile_http_verdict agile__http_h2_verdict(struct agile_state_slot *s,
 	return agile__http_status_verdict(s, f->status, NULL, 0, now_ns,
 	                                  unix_ns);
 }
+
+/* Whether the comma-separated list v[0, n) holds `token`, case aside. */
+static bool has_token(const char *v, size_t n, const char *token)
+{
+	size_t tlen = strlen(token);
+
+	for (size_t i = 0; i < n;) {
+		size_t j = i, e;
+
+		while (j < n && v[j] != ',')
+			j++;
+		while (i < j && (v[i] == ' ' || v[i] == '\t'))
+			i++;
+		e = j;
+		while (e > i && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+			e--;
+		if (e - i == tlen && strncasecmp(v + i, token, tlen) == 0)
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
+void agile__http_frame(const void *data, size_t len, bool response,
+                       struct agile_http_frame *f)
+{
+	const char *p = data;
+	const char *v;
+	size_t end, n;
+	bool http10;
+
+	memset(f, 0, sizeof(*f));
+	if (p == NULL)
+		return;
+	end = header_end(p, len);
+	if (end == len || end + 2 > len)
+		return; /* the head is not all here */
+	f->head_len = end + 2;
+	if (response) {
+		f->status = agile__http_status(p, len);
+		http10 = len > 8 && memcmp(p, "HTTP/1.0", 8) == 0;
+	} else {
+		size_t eol = 0;
+
+		while (eol + 1 < end && !(p[eol] == '\r' && p[eol + 1] == '\n'))
+			eol++;
+		http10 = eol >= 8 && memcmp(p + eol - 8, "HTTP/1.0", 8) == 0;
+		f->head_method = len > 5 && memcmp(p, "HEAD ", 5) == 0;
+		f->options_method = len > 8 && memcmp(p, "OPTIONS ", 8) == 0;
+	}
+	v = header_value(p, end, "Connection", &n);
+	f->close = v != NULL ? has_token(v, n, "close") ||
+	                       (http10 && !has_token(v, n, "keep-alive"))
+	                     : http10;
+	if (response && ((f->status >= 100 && f->status < 200) ||
+	                 f->status == 204 || f->status == 304))
+		return; /* no body (RFC 9112 6.3) */
+	v = header_value(p, end, "Transfer-Encoding", &n);
+	if (v != NULL) {
+		/* Chunked last is chunked; any other coding on a request has
+		 * no length a reader can find (6.3 point 4): "to close". */
+		f->body = n >= 7 && strncasecmp(v + n - 7, "chunked", 7) == 0
+		          ? AGILE_HTTP_CHUNKED : AGILE_HTTP_TO_CLOSE;
+		return;
+	}
+	v = header_value(p, end, "Content-Length", &n);
+	if (v != NULL) {
+		int64_t cl = n > 0 && n <= 15 ? 0 : -1;
+
+		for (size_t i = 0; i < n && cl >= 0; i++)
+			cl = isdigit((unsigned char)v[i])
+			     ? cl * 10 + (v[i] - '0') : -1;
+		f->body = cl >= 0 ? cl : AGILE_HTTP_TO_CLOSE;
+		return;
+	}
+	f->body = response ? AGILE_HTTP_TO_CLOSE : 0;
+}

@@ -1795,6 +1795,14 @@ static int parse_rule(const char *var, const char *name, const char *value,
 		       inbound ? "a whole number of connections at once "
 		                 "greater than 0"
 		               : "a rate greater than 0: " RATE_FORMS);
+	/* A listener that reads its requests (proto=http) sheds requests,
+	 * not connections, and answers each: 503 unless shed_response= says
+	 * otherwise (inbound.c). */
+	if (inbound && out->resilience.proto == AGILE_PROTO_HTTP &&
+	    !seen[find_key("shed_response", strlen("shed_response")) - keys]) {
+		out->resilience.shed_response = AGILE_SHED_HTTP;
+		out->resilience.shed_status = 503;
+	}
 	check_resilience(&r, out);
 	{
 		/* What the fleet settings say together (fleet_config.h). */

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,6 +258,75 @@ START_TEST(interim_responses_alone)
 }
 END_TEST
 
+static struct agile_http_frame frame(const char *m, bool response)
+{
+	struct agile_http_frame f;
+
+	agile__http_frame(m, strlen(m), response, &f);
+	return f;
+}
+
+/* What a listener with proto=http reads of a message's framing
+ * (inbound.c): where the head ends, the body's length, and whether the
+ * connection ends with it. */
+START_TEST(frame_requests)
+{
+	struct agile_http_frame f;
+
+	f = frame("GET / HTTP/1.1\r\nHost: a\r\n\r\n", false);
+	ck_assert_uint_eq(f.head_len, 27);
+	ck_assert_int_eq(f.body, 0);
+	ck_assert(!f.close && !f.head_method && !f.options_method);
+	f = frame("POST /x HTTP/1.1\r\nContent-Length: 12\r\n\r\nab", false);
+	ck_assert_int_eq(f.body, 12);
+	ck_assert_uint_eq(f.head_len, 40);
+	f = frame("POST /x HTTP/1.1\r\nTransfer-Encoding: gzip, chunked"
+	          "\r\n\r\n", false);
+	ck_assert_int_eq(f.body, AGILE_HTTP_CHUNKED);
+	f = frame("POST /x HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", false);
+	ck_assert_int_eq(f.body, AGILE_HTTP_TO_CLOSE);
+	f = frame("GET / HTTP/1.1\r\nConnection: keep-alive, Close\r\n\r\n",
+	          false);
+	ck_assert(f.close);
+	f = frame("GET / HTTP/1.0\r\n\r\n", false);
+	ck_assert(f.close);
+	f = frame("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", false);
+	ck_assert(!f.close);
+	f = frame("HEAD / HTTP/1.1\r\n\r\n", false);
+	ck_assert(f.head_method);
+	f = frame("OPTIONS * HTTP/1.1\r\n\r\n", false);
+	ck_assert(f.options_method);
+	/* A head cut short is not framed at all. */
+	f = frame("GET / HTTP/1.1\r\nHost: a\r\n", false);
+	ck_assert_uint_eq(f.head_len, 0);
+	f = frame("GET / HTTP/1.1\r\nHost: a\r\n\r", false);
+	ck_assert_uint_eq(f.head_len, 0);
+}
+END_TEST
+
+START_TEST(frame_responses)
+{
+	struct agile_http_frame f;
+
+	f = frame("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n", true);
+	ck_assert_int_eq(f.status, 200);
+	ck_assert_uint_eq(f.head_len, 38);
+	ck_assert_int_eq(f.body, 3);
+	f = frame("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", true);
+	ck_assert_int_eq(f.body, AGILE_HTTP_CHUNKED);
+	f = frame("HTTP/1.1 200 OK\r\n\r\n", true);
+	ck_assert_int_eq(f.body, AGILE_HTTP_TO_CLOSE);
+	/* No body, whatever the headers say. */
+	f = frame("HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+	          true);
+	ck_assert_int_eq(f.body, 0);
+	f = frame("HTTP/1.1 204 No Content\r\n\r\n", true);
+	ck_assert_int_eq(f.body, 0);
+	f = frame("HTTP/1.0 200 OK\r\nContent-Length: 3\r\n\r\n", true);
+	ck_assert(f.close);
+}
+END_TEST
+
 static Suite *http_suite(void)
 {
 	Suite *s = suite_create("http");
@@ -271,6 +341,10 @@ static Suite *http_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("interim");
 	tcase_add_test(tc, interim_responses_alone);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("frame");
+	tcase_add_test(tc, frame_requests);
+	tcase_add_test(tc, frame_responses);
 	suite_add_tcase(s, tc);
 	return s;
 }

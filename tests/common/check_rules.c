@@ -1796,6 +1796,30 @@ START_TEST(listen_rules)
 	                 "applies to AGILE_DEST_ variables only; expected http "
 	                 "or none on a listener");
 	ck_assert_uint_eq(rule.resilience.proto, AGILE_PROTO_NONE);
+	/* A listener with proto=http sheds requests and answers each: 503
+	 * unless shed_response= says otherwise, close included, and
+	 * retry_after= then needs no shed_response. */
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":80 max=4 proto=http "
+	                                    "retry_after=1s", &rule, collect,
+	                                    &msgs), 0);
+	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_HTTP);
+	ck_assert_int_eq(rule.resilience.shed_status, 503);
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":80 max=4 proto=http "
+	                                    "shed_response=429", &rule, collect,
+	                                    &msgs), 0);
+	ck_assert_int_eq(rule.resilience.shed_status, 429);
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":80 max=4 proto=http "
+	                                    "shed_response=close", &rule,
+	                                    collect, &msgs), 0);
+	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_CLOSE);
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":80 max=4", &rule, collect,
+	                                    &msgs), 0);
+	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_CLOSE);
 }
 END_TEST
 
