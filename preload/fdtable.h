@@ -138,6 +138,11 @@ struct agile_fd {
 	                             duplicated from or to; 0 none */
 	uint8_t http2;            /* 1: the client sent HTTP/2's connection
 	                             preface (http2.h) */
+	uint8_t tls_plain;        /* 1: the program's TLS library hands the
+	                             preload the connection's plaintext
+	                             (preload/hooks/tls_plain.h): its
+	                             ciphertext sends and receives pass
+	                             through, and the record walker is off */
 	uint16_t h2conn;          /* its entry in the side pool of HTTP/2
 	                             connections (h2conn.h), 0 none */
 	struct agile_tls tls;     /* the connection's TLS records (tls.h) */

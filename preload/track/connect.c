@@ -158,6 +158,7 @@ static struct agile_fd *begin_connection(int fd, int dest,
 	t->stdio_inode = 0;
 	__atomic_store_n(&t->peer, 0, __ATOMIC_RELAXED);
 	store8(&t->http2, 0);
+	store8(&t->tls_plain, 0);
 	agile__h2conn_release(t, 0, NULL);
 	agile__tls_reset(&t->tls);
 	__atomic_store_n(&t->tls_start_ns, 0, __ATOMIC_RELAXED);

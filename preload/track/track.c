@@ -35,6 +35,7 @@
 #include "resilience_hook.h"
 #include "symbols.h"
 #include "track.h"
+#include "tls_plain.h"
 #include "track_internal.h"
 #include "usermem.h"
 /* The inode of the socket `fd` refers to, or 0 when it is not a socket. */
@@ -316,8 +317,8 @@ static void h2_preface(struct agile_fd *t, const struct iovec *iov, int count)
 		           fd_of(t));
 }
 
-int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
-                                 int count, size_t *limit)
+static int64_t before_send(struct agile_fd *t, const struct iovec *iov,
+                           int count, size_t *limit)
 {
 	struct agile_h2_plan plan;
 	int64_t pending = 0;
@@ -405,9 +406,8 @@ int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
 	return now;
 }
 
-void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
-                             int64_t start_ns, const struct iovec *iov,
-                             int count)
+static void after_send(struct agile_fd *t, ssize_t result, int error,
+                       int64_t start_ns, const struct iovec *iov, int count)
 {
 	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
 	size_t data_len = iov != NULL && count > 0 ? iov[0].iov_len : 0;
@@ -708,9 +708,9 @@ static bool h2_received(struct agile_fd *t, ssize_t result,
 	return walked;
 }
 
-void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
-                             size_t asked, const struct iovec *iov, int count,
-                             bool peek)
+static void after_recv(struct agile_fd *t, ssize_t result, int error,
+                       size_t asked, const struct iovec *iov, int count,
+                       bool peek)
 {
 	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
 	size_t data_len = iov != NULL && count > 0 ? iov[0].iov_len : 0;
@@ -822,6 +822,93 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
 	}
 	agile__leave();
 	errno = error;
+}
+
+/*
+ * The two sources of a connection's bytes (track.h).  The socket's own
+ * sends and receives are followed until the program's TLS library hands
+ * the preload the plaintext; from then on they are that library's
+ * ciphertext (records, a KeyUpdate, close_notify, the tickets it reads
+ * inside SSL_read) and pass through, so a request is neither paced nor
+ * counted twice.
+ */
+int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
+                                 int count, size_t *limit)
+{
+	if (agile__tls_current != NULL)
+		agile__tls_learn(fd_of(t)); /* inside a TLS call (tls_plain.h) */
+	if (load8(&t->tls_plain))
+		return AGILE_SEND_PASS;
+	return before_send(t, iov, count, limit);
+}
+
+void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
+                             int64_t start_ns, const struct iovec *iov,
+                             int count)
+{
+	if (load8(&t->tls_plain)) {
+		errno = error;
+		return;
+	}
+	after_send(t, result, error, start_ns, iov, count);
+}
+
+void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
+                             size_t asked, const struct iovec *iov, int count,
+                             bool peek)
+{
+	if (agile__tls_current != NULL)
+		agile__tls_learn(fd_of(t));
+	if (load8(&t->tls_plain)) {
+		errno = error;
+		return;
+	}
+	after_recv(t, result, error, asked, iov, count, peek);
+}
+
+/* The first plaintext of the connection: the record walker stops where it
+ * is.  A round trip its ticket rule held open ends at its first record (the
+ * program is writing again, as at any send); the handshake it followed has
+ * already spent the connection's grant at the ClientHello, and the first
+ * request rides on it as before. */
+static void plaintext_starts(struct agile_fd *t)
+{
+	int saved = errno;
+
+	agile__enter();
+	tls_answer_held(t, 0);
+	__atomic_fetch_and(&t->tls.flags, (uint16_t)~AGILE_TLS_TICKET_RULE,
+	                   __ATOMIC_RELAXED);
+	__atomic_store_n(&t->tls.stage, AGILE_TLS_OFF, __ATOMIC_RELAXED);
+	store8(&t->tls_plain, 1);
+	agile__leave();
+	errno = saved;
+}
+
+int64_t agile__track_plain_before_send(struct agile_fd *t,
+                                       const struct iovec *iov, int count,
+                                       size_t *limit)
+{
+	if (!load8(&t->tls_plain))
+		plaintext_starts(t);
+	return before_send(t, iov, count, limit);
+}
+
+void agile__track_plain_after_send(struct agile_fd *t, ssize_t result,
+                                   int error, int64_t start_ns,
+                                   const struct iovec *iov, int count)
+{
+	after_send(t, result, error, start_ns, iov, count);
+}
+
+void agile__track_plain_after_recv(struct agile_fd *t, ssize_t result,
+                                   int error, size_t asked,
+                                   const struct iovec *iov, int count,
+                                   bool peek)
+{
+	if (!load8(&t->tls_plain))
+		plaintext_starts(t);
+	after_recv(t, result, error, asked, iov, count, peek);
 }
 
 void agile__track_fdopen(struct agile_fd *t)
@@ -984,6 +1071,7 @@ void agile__track_dup(int oldfd, int newfd)
 		to->tls_start_ns = __atomic_exchange_n(&from->tls_start_ns, 0,
 		                                       __ATOMIC_ACQ_REL);
 		to->http2 = load8(&from->http2);
+		to->tls_plain = load8(&from->tls_plain);
 		agile__h2conn_dup(from, to);
 		to->peer = oldfd + 1;
 		__atomic_store_n(&from->peer, newfd + 1, __ATOMIC_RELAXED);

@@ -159,6 +159,25 @@ void agile__track_after_send(struct agile_fd *t, ssize_t result, int error,
 void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
                              size_t asked, const struct iovec *iov, int count,
                              bool peek);
+/*
+ * The same three for the plaintext a TLS library hands over
+ * (preload/hooks/tls_plain.h): `iov` holds what the program writes before
+ * encryption or reads after decryption, with the same results and errors
+ * as a send or receive on the socket.  The first of them on a connection
+ * stops its record walker (tls.h) for good, and from then on the socket's
+ * own sends and receives, the library's ciphertext, pass the calls above
+ * untracked: one source of truth per connection.
+ */
+int64_t agile__track_plain_before_send(struct agile_fd *t,
+                                       const struct iovec *iov, int count,
+                                       size_t *limit);
+void agile__track_plain_after_send(struct agile_fd *t, ssize_t result,
+                                   int error, int64_t start_ns,
+                                   const struct iovec *iov, int count);
+void agile__track_plain_after_recv(struct agile_fd *t, ssize_t result,
+                                   int error, size_t asked,
+                                   const struct iovec *iov, int count,
+                                   bool peek);
 /* fdopen() wrapped the socket in a stdio stream, whose reads and writes run
  * inside libc where no hook sees them: its grant is waited for now, so the
  * connection is paced even though its requests cannot be.  The entry is

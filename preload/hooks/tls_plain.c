@@ -1,0 +1,241 @@
+/*
+ * tls_plain.c - the TLS libraries' plaintext hooks' shared half: the real
+ * functions' lookup and the send and receive paths (tls_plain.h says why
+ * they are hand-written and what they promise).
+ */
+#define _GNU_SOURCE
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "log.h"
+#include "tls_plain.h"
+#include "track.h"
+
+struct find {
+	const char *library;
+	char path[4096];
+};
+
+static int find_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find *f = arg;
+	size_t n;
+
+	(void)size;
+	if (info->dlpi_name == NULL || strstr(info->dlpi_name, f->library) ==
+	                               NULL)
+		return 0;
+	n = strlen(info->dlpi_name);
+	if (n >= sizeof(f->path))
+		return 0;
+	memcpy(f->path, info->dlpi_name, n + 1);
+	return 1;
+}
+
+void *agile__tls_real(const char *name, const char *library)
+{
+	struct find f = { library, "" };
+	void *real, *handle;
+	int saved = errno;
+
+	agile__enter();
+	real = dlsym(RTLD_NEXT, name);
+	/* Not in the global scope: a library opened later with RTLD_LOCAL.
+	 * RTLD_NOLOAD takes a reference only on what is loaded already,
+	 * and the one taken is given back at once: the function stays as
+	 * long as the library the program calls it through. */
+	if (real == NULL && dl_iterate_phdr(find_loaded, &f) == 1 &&
+	    (handle = dlopen(f.path, RTLD_LAZY | RTLD_NOLOAD)) != NULL) {
+		real = dlsym(handle, name);
+		dlclose(handle);
+	}
+	agile__leave();
+	errno = saved;
+	return real;
+}
+
+void agile__tls_missing(const char *name)
+{
+	int saved = errno;
+
+	agile__enter();
+	agile__log(AGILE_LOG_WARN, "%s: the TLS library's own function "
+	           "cannot be found; the call fails", name);
+	agile__leave();
+	errno = saved;
+}
+
+__thread const void *agile__tls_current
+	__attribute__((tls_model("initial-exec")));
+
+/* A slot: the session's address shifted past the descriptor's 16 bits
+ * (user-space addresses have 47 bits on x86-64 and AArch64's usual
+ * layout; a session above that is not mapped), 0 for an empty slot. */
+static uint64_t sessions[AGILE_TLS_SESSIONS];
+
+#define SESSION_PROBES 16
+
+static uint64_t session_key(const void *session)
+{
+	uintptr_t p = (uintptr_t)session;
+
+	return p != 0 && p < ((uintptr_t)1 << 47) ? (uint64_t)p << 16 : 0;
+}
+
+static size_t session_home(uint64_t key)
+{
+	return (size_t)((key >> 19) * 0x9e3779b97f4a7c15ULL >> 52) &
+	       (AGILE_TLS_SESSIONS - 1);
+}
+
+int agile__tls_session_fd(const void *session)
+{
+	uint64_t key = session_key(session);
+	size_t home = session_home(key);
+
+	if (key == 0)
+		return -1;
+	for (size_t i = 0; i < SESSION_PROBES; i++) {
+		uint64_t v = __atomic_load_n(
+			&sessions[(home + i) & (AGILE_TLS_SESSIONS - 1)],
+			__ATOMIC_ACQUIRE);
+
+		if ((v & ~(uint64_t)0xffff) == key)
+			return (int)(v & 0xffff);
+	}
+	return -1;
+}
+
+void agile__tls_session_forget(const void *session)
+{
+	uint64_t key = session_key(session);
+	size_t home = session_home(key);
+
+	if (key == 0)
+		return;
+	for (size_t i = 0; i < SESSION_PROBES; i++) {
+		uint64_t *slot = &sessions[(home + i) & (AGILE_TLS_SESSIONS - 1)];
+		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+		if ((v & ~(uint64_t)0xffff) == key)
+			__atomic_compare_exchange_n(slot, &v, 0, false,
+			                            __ATOMIC_ACQ_REL,
+			                            __ATOMIC_ACQUIRE);
+	}
+}
+
+/* Is the slot's value free to take: empty, or its descriptor no longer a
+ * tracked socket? */
+static bool slot_free(uint64_t v)
+{
+	return v == 0 || agile__fd_lookup((int)(v & 0xffff)) == NULL;
+}
+
+void agile__tls_learn(int fd)
+{
+	uint64_t key = session_key(agile__tls_current);
+	size_t home = session_home(key);
+
+	agile__tls_current = NULL; /* the first descriptor is the session's */
+	if (key == 0 || fd < 0 || fd > 0xffff ||
+	    agile__tls_session_fd((const void *)(uintptr_t)(key >> 16)) == fd)
+		return;
+	for (size_t i = 0; i < SESSION_PROBES; i++) {
+		uint64_t *slot = &sessions[(home + i) & (AGILE_TLS_SESSIONS - 1)];
+		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+		if (((v & ~(uint64_t)0xffff) == key || slot_free(v)) &&
+		    __atomic_compare_exchange_n(slot, &v, key | (uint64_t)fd,
+		                                false, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_ACQUIRE))
+			return;
+	}
+}
+
+/*
+ * Set while a hook's real call runs: libssl's own SSL_write calls
+ * SSL_write_ex, and SSL_read SSL_read_ex, through their exported names,
+ * which the dynamic linker binds to the preload's hooks as it binds the
+ * program's calls.  The inner call is the same write or read, already
+ * tracked: it passes straight through.
+ */
+static __thread int inside_real __attribute__((tls_model("initial-exec")));
+
+struct agile_fd *agile__tls_entry(int fd)
+{
+	if (fd < 0 || inside_real)
+		return NULL;
+	return agile__hook_tracked(fd);
+}
+
+int agile__plain_send_begin(struct agile_plain_send *s, struct agile_fd *t,
+                            const void *buf, size_t len, uintptr_t here)
+{
+	s->t = t;
+	s->iov.iov_base = (void *)buf;
+	s->iov.iov_len = len;
+	s->limit = SIZE_MAX;
+	if (agile__track_in_handler(here))
+		return 1;
+	agile__track_hook_enter(here);
+	/* A handler that ran during the wait resumes it (tls_plain.h); the
+	 * grant stays the socket's meanwhile. */
+	do
+		s->start = agile__track_plain_before_send(t, &s->iov, 1,
+		                                          &s->limit);
+	while (s->start == AGILE_SEND_INTERRUPTED);
+	if (s->start == AGILE_SEND_CLOSED) {
+		agile__track_hook_leave();
+		return -EBADF;
+	}
+	inside_real = 1;
+	return 0;
+}
+
+void agile__plain_send_end(struct agile_plain_send *s, ssize_t written,
+                           int error)
+{
+	inside_real = 0;
+	agile__track_hook_leave();
+	if (s->start != AGILE_SEND_PASS)
+		agile__track_plain_after_send(s->t, written > 0 ? written : -1,
+		                              error, s->start, &s->iov, 1);
+	errno = error;
+}
+
+bool agile__plain_recv_begin(struct agile_fd *t, uintptr_t here)
+{
+	(void)t;
+	if (agile__track_in_handler(here))
+		return false;
+	agile__track_hook_enter(here);
+	inside_real = 1;
+	return true;
+}
+
+void agile__plain_recv_end(struct agile_fd *t, const void *buf, size_t asked,
+                           ssize_t result, int error, bool peek)
+{
+	struct iovec iov = { (void *)buf, result > 0 ? (size_t)result : 0 };
+
+	inside_real = 0;
+	agile__track_hook_leave();
+	if (result == AGILE_PLAIN_NOTHING) {
+		errno = error;
+		return;
+	}
+	if (result > 0)
+		agile__track_plain_after_recv(t, result, error, asked, &iov, 1,
+		                              peek);
+	else
+		agile__track_plain_after_recv(t, result, error,
+		                              asked > 0 ? asked : 1, NULL, 0,
+		                              peek);
+	errno = error;
+}
