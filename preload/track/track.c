@@ -267,7 +267,9 @@ static uint8_t h2_send(struct agile_fd *t, struct agile_state_slot *s,
 	    agile__destinations_pace(t->dest) != AGILE_PACE_REQUEST)
 		return plan->opens > 0 && request == AGILE_REQ_GRANTED
 		       ? AGILE_REQ_GRANTED : AGILE_REQ_IN_FLIGHT;
-	if (request != AGILE_REQ_GRANTED)
+	/* AGILE_REQ_FREE under pace=request: a TLS handshake answered,
+	 * whose connection's grant its first request rides on (track.h). */
+	if (request != AGILE_REQ_GRANTED && request != AGILE_REQ_FREE)
 		__atomic_store_n(&t->grant_ns,
 		                 agile__destinations_take(t->dest, s, now),
 		                 __ATOMIC_RELEASE);

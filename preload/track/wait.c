@@ -241,8 +241,13 @@ static bool wait_on(int64_t planned, int interruptible_fd)
 			                        POLLERR)) ||
 			    (t = agile__fd_lookup(pfd[i].fd)) == NULL)
 				continue;
+			/* Over TLS the bytes to peek at are ciphertext: the
+			 * streams' answers cannot be told apart, and none is
+			 * stamped (the round trips then include the stall). */
 			if (__atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE)) {
-				stale |= !agile__h2conn_peek(t, pfd[i].fd, now);
+				stale |= __atomic_load_n(&t->tls_plain,
+				                         __ATOMIC_ACQUIRE) ||
+				         !agile__h2conn_peek(t, pfd[i].fd, now);
 				continue;
 			}
 			__atomic_compare_exchange_n(&t->response_ns, &zero,
