@@ -142,7 +142,7 @@ static inline void agile__destinations_tick(int dest,
 	agile__destinations_tick_slow(dest, s, now_ns);
 }
 
-/* fork handlers (see process.c). */
+/* fork handlers (see forklist.c). */
 void agile__destinations_atfork_prepare(void);
 void agile__destinations_atfork_parent(void);
 void agile__destinations_atfork_child(void);

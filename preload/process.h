@@ -36,11 +36,16 @@ int agile__strict_value(const char *v);
 
 /* Register the fork handlers, once however often it is called: from the
  * constructor and from symbol binding, before any preload lock can be
- * taken. */
+ * taken.  Defined by the fork list of the library linked: forklist.c in
+ * the preload, pacer/pacer.c in the seccomp pacer. */
 void agile__process_register_atfork(void);
 
+/* The process's own part of a fork child's handler: it is now the owner of
+ * this address space (see agile__in_vfork_child). */
+void agile__process_atfork_child(void);
+
 /* The locks of hooks_dlopen.c, keys_hook.c and inbound.c, taken before
- * fork() and released after it in both processes, in the order process.c
+ * fork() and released after it in both processes, in the order forklist.c
  * lists (destinations.h declares that module's own). */
 void agile__dlopen_atfork_prepare(void);
 void agile__dlopen_atfork_release(void);
@@ -64,6 +69,11 @@ void agile__inbound_atfork_release(void);
  * or connect.  posix_spawn() needs no hook: its child runs inside libc,
  * where no hook is called.
  */
+#if defined(__x86_64__) || defined(__aarch64__)
+#define AGILE_SHARED_CHILD_HOOKED 1 /* hooks_process.c has a vfork hook */
+#else
+#define AGILE_SHARED_CHILD_HOOKED 0
+#endif
 extern int agile__shared_child;
 bool agile__in_vfork_child(void);
 /* Set agile__shared_child: a child sharing this memory may now exist. */

@@ -45,7 +45,7 @@
 
 /* One patcher at a time: two threads lifting and restoring the protection
  * of one RELRO page around their stores would fault the store that comes
- * after the other's restore.  Held across fork() (process.c), so a child is
+ * after the other's restore.  Held across fork() (forklist.c), so a child is
  * never born with it taken. */
 static pthread_mutex_t patch_lock = PTHREAD_MUTEX_INITIALIZER;
 

@@ -35,7 +35,7 @@ static struct agile_keyed *tables[AGILE_RULES_MAX];
 static struct agile_keyed_stats published[AGILE_RULES_MAX];
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Held across fork() (process.c lists every lock in its order). */
+/* Held across fork() (forklist.c lists every lock in its order). */
 void agile__keys_atfork_prepare(void)
 {
 	pthread_mutex_lock(&keys_lock);

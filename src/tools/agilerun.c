@@ -55,6 +55,10 @@
 #endif
 
 #define LIBRARY_NAME "libagilepreload.so"
+/* The seccomp pacer (pacer.h), installed beside the preload and found the
+ * same way: a library of its own, so that the preload every target loads
+ * does not carry the supervisor. */
+#define PACER_LIBRARY_NAME "libagilepacer.so"
 
 /* Exit statuses, as documented in agilerun(1). */
 #define EXIT_CONFIG 2        /* bad option or -d, like AGILE_STRICT=1 */
@@ -310,13 +314,13 @@ static bool preload_dir_from_bindir(char *out, size_t len)
 }
 
 /*
- * The library's absolute path.  From the build tree first: libtool links a
- * program that uses only convenience libraries in place, so this executable
- * is src/tools/agilerun and the library is src/tools/../../preload/.libs/;
- * should it ever run from src/tools/.libs/, one more level is tried.  Then
- * the installed copy.
+ * The absolute path of library `name` (the preload's or the pacer's).  From
+ * the build tree first: libtool links a program that uses only convenience
+ * libraries in place, so this executable is src/tools/agilerun and the
+ * library is src/tools/../../preload/.libs/; should it ever run from
+ * src/tools/.libs/, one more level is tried.  Then the installed copy.
  */
-static void find_library(char *out)
+static void find_library(const char *name, char *out)
 {
 	static const char *const build_dirs[] = {
 		"/../../preload/.libs/",
@@ -335,22 +339,23 @@ static void find_library(char *out)
 			*slash = '\0';
 			for (size_t i = 0; i < 2; i++) {
 				snprintf(candidate, sizeof(candidate), "%s%s%s", exe,
-				         build_dirs[i], LIBRARY_NAME);
+				         build_dirs[i], name);
 				if (library_at(candidate, out))
 					return;
 			}
 			if (preload_dir_from_bindir(relative, sizeof(relative))) {
 				snprintf(candidate, sizeof(candidate),
-				         "%s/%s/%s", exe, relative, LIBRARY_NAME);
+				         "%s/%s/%s", exe, relative, name);
 				if (library_at(candidate, out))
 					return;
 			}
 		}
 	}
-	if (library_at(AGILE_PRELOAD_DIR "/" LIBRARY_NAME, out))
+	snprintf(candidate, sizeof(candidate), "%s/%s", AGILE_PRELOAD_DIR, name);
+	if (library_at(candidate, out))
 		return;
 	errx(EXIT_AGILERUN, "cannot find %s in the build tree next to this "
-	     "program or in %s; is agilepreload installed?", LIBRARY_NAME,
+	     "program or in %s; is agilepreload installed?", name,
 	     AGILE_PRELOAD_DIR);
 }
 
@@ -587,13 +592,13 @@ static void warn_unthrottled(const char *command, bool paced)
 /*
  * --seccomp: a seccomp filter in this process, inherited through the exec
  * by the command and everything it starts, hands each connect(2) to a
- * supervisor, the pacer (preload/pacer.c), which lets it go on when its
- * grant is due.  The pacer is a grandchild, so the command keeps this
+ * supervisor, the pacer (libagilepacer.so, preload/pacer/pacer.c), which
+ * lets it go on when its grant is due.  The pacer is a grandchild, so the command keeps this
  * process's id and is parent to nothing it did not start; it leaves the
  * terminal's session, so the terminal's signals go to the command alone,
  * and it ends when the last process under the filter does.
  *
- * The handshake over a socket pair: the pacer loads the library and sends
+ * The handshake over a socket pair: the pacer loads its library and sends
  * its process id (it is ready: the rules read, the state file open); this
  * process installs the filter and sends the listener; the pacer answers one
  * byte once it holds it.  Until the filter is installed, any failure leaves
@@ -883,7 +888,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char library[PATH_MAX];
+	char library[PATH_MAX], pacer_library[PATH_MAX];
 	const char *state = NULL;
 	int problems = 0;
 	int specs = 0;
@@ -950,10 +955,12 @@ int main(int argc, char **argv)
 			      "throttled");
 	}
 
-	find_library(library);
+	find_library(LIBRARY_NAME, library);
 	set_preload(library);
-	if (seccomp)
-		paced = start_pacer(library);
+	if (seccomp) {
+		find_library(PACER_LIBRARY_NAME, pacer_library);
+		paced = start_pacer(pacer_library);
+	}
 	warn_unthrottled(argv[optind], paced);
 	if (verbose)
 		warnx("exec %s", argv[optind]);

@@ -63,6 +63,7 @@ triplet=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 lib=$root/usr/lib/$triplet
 for f in usr/bin/agilerun usr/bin/agilestat \
 	"usr/lib/$triplet/agilepreload/libagilepreload.so" \
+	"usr/lib/$triplet/agilepreload/libagilepacer.so" \
 	usr/share/man/man1/agilerun.1.gz usr/share/man/man1/agilestat.1.gz \
 	usr/share/man/man7/agilepreload.7.gz \
 	usr/share/bash-completion/completions/agilerun \

@@ -7,7 +7,8 @@
  * seccomp filter in the command's process before it execs, which hands
  * every connect(2) of the command and of everything it starts to a
  * supervisor (seccomp_unotify(2)), and this is that supervisor: a process
- * of its own that loads this library, reads each connect's address out of
+ * of its own that loads this library (libagilepacer.so: the preload's base,
+ * its destinations, state file and fleet, without the hooks), reads each connect's address out of
  * the caller's memory, matches it against the same AGILE_DEST_ rules, takes
  * the connection's grant from the same slot of the same state file as the
  * preload would, and lets the call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
@@ -38,6 +39,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -56,6 +58,7 @@
 #include "destinations.h"
 #include "log.h"
 #include "pacer.h"
+#include "process.h"
 #include "state.h"
 #include "symbols.h"
 
@@ -429,8 +432,8 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
 	size_t req_size;
 	int listener;
 
-	/* The pacer's own calls go straight to libc: it is the supervisor,
-	 * not a program to throttle. */
+	/* The pacer is the supervisor, not a program to throttle: its calls
+	 * are the library's own, as inside a hook. */
 	agile__enter();
 	catch_stop_signals(&during_poll);
 	/* A grant due in microseconds must not wait for the default 50 us
@@ -507,4 +510,25 @@ AGILE_EXPORT int agile_pacer_run(int (*handshake)(void *arg), void *arg,
 			return 0;
 		}
 	}
+}
+
+/*
+ * The pacer's fork list (process.h): the base's locks alone, in the
+ * preload's order (forklist.c), since this library has no hooks and no
+ * resilience features.  The pacer itself never forks; the list is here so
+ * that a fork by anything else in its process is as safe as in the preload.
+ */
+static int atfork_registered;
+
+static void atfork_child(void)
+{
+	agile__process_atfork_child();
+	agile__destinations_atfork_child();
+}
+
+void agile__process_register_atfork(void)
+{
+	if (__atomic_exchange_n(&atfork_registered, 1, __ATOMIC_ACQ_REL) == 0)
+		pthread_atfork(agile__destinations_atfork_prepare,
+		               agile__destinations_atfork_parent, atfork_child);
 }

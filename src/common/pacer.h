@@ -1,10 +1,12 @@
 /*
- * pacer.h - the seccomp supervisor that paces the connects of programs
- * LD_PRELOAD cannot reach (pacer.c).  agilerun --seccomp loads this library
- * into a process of its own and calls agile_pacer_run there.
+ * pacer.h - the contract between agilerun --seccomp, the seccomp pacer
+ * (preload/pacer/pacer.c, built as libagilepacer.so) and the preload: the
+ * pacer's entry point, and the mark the preload's own connects carry.
+ * agilerun loads libagilepacer.so into a process of its own and calls
+ * agile_pacer_run there.
  */
-#ifndef AGILE_PRELOAD_PACER_H
-#define AGILE_PRELOAD_PACER_H
+#ifndef AGILE_COMMON_PACER_H
+#define AGILE_COMMON_PACER_H
 
 /* Load the rules and attach each destination's slot, then take the
  * listener of the seccomp filter from `handshake(arg)` and answer its
@@ -32,4 +34,4 @@ int agile_pacer_run(int (*handshake)(void *arg), void *arg, int command);
 /* Its name, for dlsym. */
 #define AGILE_PACER_SYMBOL "agile_pacer_run"
 
-#endif /* AGILE_PRELOAD_PACER_H */
+#endif /* AGILE_COMMON_PACER_H */
