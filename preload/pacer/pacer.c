@@ -8,8 +8,8 @@
  * every connect(2) of the command and of everything it starts to a
  * supervisor (seccomp_unotify(2)), and this is that supervisor: a process
  * of its own that loads this library (libagilepacer.so: the preload's base,
- * its destinations, state file and fleet, without the hooks), reads each connect's address out of
- * the caller's memory, matches it against the same AGILE_DEST_ rules, takes
+ * its destinations, state file and fleet, without the hooks), reads each
+ * connect's address out of the caller's memory, matches it against the same AGILE_DEST_ rules, takes
  * the connection's grant from the same slot of the same state file as the
  * preload would, and lets the call go on (SECCOMP_USER_NOTIF_FLAG_CONTINUE)
  * when the grant is due.  The budget is therefore shared with every
