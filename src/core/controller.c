@@ -385,6 +385,7 @@ struct tick {
 	double rate;        /* the target the tick ran at */
 	double floor;       /* the clamp's lower bound, probe_rate in probe mode */
 	bool cold;          /* the tick ran in cold start (the step may end it) */
+	bool after_cut;     /* the tick before cut (rule d) */
 	/* Rule a's measure of the span ending at this tick. */
 	bool measured;      /* rule a applies and the tick's length is known */
 	double used;        /* grants per second over the span */
@@ -686,7 +687,12 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 
 /* Rule d's first half: the tick's own share of answers inside the target;
  * at or past the tolerance's complement only the smoothing's memory fired
- * the guard, and a clean tick does not cut. */
+ * the guard, and a clean tick does not cut.  Nor does the tick right after
+ * a cut whose p50 is back inside the window: its slow answers are the last
+ * of the queue that cut drained.  The Python client's probe overshot to
+ * 367 req/s into 250, the cut took it to 172, and the tick after (p50
+ * 18 ms, 6% of its answers past the SLO) cut again to 120 (issue 15); a
+ * backlog that drains within the tick is not one rule a carries. */
 static void rule_d_own_share(struct tick *t)
 {
 	const struct agile_resolved *r = t->r;
@@ -697,7 +703,8 @@ static void rule_d_own_share(struct tick *t)
 	t->inside = 1 - (double)agile_hist_count_above(
 		t->in->hist, agile__trunc_i64(agile_controller_tail_ns(r))) /
 		(double)t->observed;
-	if (1 - t->inside <= r->tail_tolerance)
+	if (1 - t->inside <= r->tail_tolerance ||
+	    (t->after_cut && t->p50 < t->window))
 		t->tail = false;
 }
 
@@ -884,6 +891,8 @@ double agile_controller_step(struct agile_controller *c,
 
 	t.rate = agile__load_double(&c->rate);
 	t.cold = n.cold_start != 0;
+	t.after_cut = n.last_action == AGILE_ACTION_DECREASE ||
+	              n.last_action == AGILE_ACTION_TAIL;
 	n.rate = t.rate;
 	n.probe_mode = agile__load_u32(&c->probe_mode);
 	n.ticks++;

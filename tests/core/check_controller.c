@@ -848,6 +848,48 @@ START_TEST(controller_goodput_cut_spares_the_cold_start_overshoot)
 }
 END_TEST
 
+/*
+ * Rule d after a probe's overshoot (issue 15): the Python client's 32
+ * threads, probing back after a capacity recovery, stepped 230 -> 367
+ * req/s into a capacity of 250; its 32 requests queued at the downstream
+ * and the tick read p50 116 ms, and the cut from what was used took the
+ * rate to 172.  The tick after read p50 18 ms, a few answers still slow:
+ * the last of that queue, which the cut had already drained.  The guard
+ * cut again on them, to 120, and it took rule b two ticks to climb back.
+ * (The cut's backlog rule did not hold it: 100 ms of queue at a knee of
+ * 248 drains in under a tick.)  Now the guard holds on the tick after a
+ * cut whose p50 is back inside the window, and rule b climbs from 172 to
+ * 0.92 x the knee of 248 at once.
+ */
+START_TEST(controller_goodput_cut_spares_the_tail_after_a_cut)
+{
+	struct agile_config cfg = slo_config(AGILE_PRESET_NONE);
+	struct agile_resolved r;
+	struct agile_controller c;
+
+	cfg.slo_ns = 50 * MS; /* the benchmark's: window 40 ms */
+	r = resolved(cfg);
+	warm(&c, &r, 367);
+	c.baseline_ns = 15 * MS;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(248, 116 * MS),
+	                                      246, 248), 172.2, 1e-9);
+	ck_assert_double_eq(c.knee_rate, 248);
+	ck_assert_uint_lt(c.backlog_ms, 1000); /* drained within the tick */
+	/* 190 answers at 18 ms, 12 (6%, past the 5% tolerance) at 128 ms:
+	 * the last of the queue the cut drained.  Rule b climbs. */
+	ck_assert_double_eq_tol(step_measured(&c, &r,
+	                                      samples2(190, 18 * MS, 12, 128 * MS),
+	                                      202, 202), 0.92 * 248, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	/* A slow tail on a tick after no cut is no cut's queue: the guard
+	 * cuts. */
+	ck_assert_double_eq_tol(step_measured(&c, &r,
+	                                      samples2(190, 18 * MS, 30, 128 * MS),
+	                                      220, 220), 0.7 * 0.92 * 248, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+}
+END_TEST
+
 /* The delivered rules need a rate: a concurrency limit is not comparable
  * with answers per second. */
 START_TEST(controller_delivered_rules_rate_only)
@@ -1367,6 +1409,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_probe_at_knee);
 	tcase_add_test(tc, controller_goodput_cut);
 	tcase_add_test(tc, controller_goodput_cut_spares_the_cold_start_overshoot);
+	tcase_add_test(tc, controller_goodput_cut_spares_the_tail_after_a_cut);
 	tcase_add_test(tc, controller_delivered_rules_rate_only);
 	tcase_add_test(tc, controller_span_joins_ticks_without_answers);
 	tcase_add_test(tc, controller_calibration_skips_cold_start_and_weighs_spans);
