@@ -47,10 +47,13 @@
  *     caller measured the tick).  The tick's answers per second say what the
  *     downstream actually delivered.  When they lag the grants (less the
  *     calls refused, which owe no answer) by more than
- *     AGILE_DEFICIT_SHARE of them plus two answers, a queue is growing: the
- *     tick cuts at once, whatever the latency and the hysteresis say yet, to
- *     at most delivered_share x delivered minus the excess it sent, so the
- *     next tick also pays the backlog back.  When the answers exceed the
+ *     AGILE_DEFICIT_SHARE of them plus two answers, and the tick's p99 is
+ *     past the window (a FIFO queue that grows delays the answers it lets
+ *     through; flat answers that lag are ones the program has not read
+ *     yet), a queue is growing: the tick cuts at once, whatever the p50
+ *     and the hysteresis say yet, to at most delivered_share x delivered
+ *     minus the excess it sent, so the next tick also pays the backlog
+ *     back.  When the answers exceed the
  *     grants by as much, an earlier backlog is draining and the last cut is
  *     already working: neither the proportional step nor the tail guard
  *     cuts again on that backlog's latency.  The knee is what the
@@ -593,6 +596,11 @@ static void rules_region(const struct agile_controller *n, struct tick *t)
 	               t->delivered - t->used > t->slack) ||
 	              (t->backlog && !t->held);
 	/* Rule b: below the knee the climb back needs no agreement. */
+	/* A deficit whose answers all came back inside the window is no
+	 * queue's: wrk -t2 -c32 at 41 req/s reads the fifteen answers each
+	 * thread's wait stamped in one go, 30 or 45 a tick, all in 23 ms, and
+	 * a tick of 30 cut it to 16.6 (issue 15). */
+	t->deficit = t->deficit && t->p99 >= t->window;
 	t->knee_cap = t->delivered_known ? r->delivered_share * n->knee_rate : 0;
 	t->below_knee = r->knee_ramp > 1 && t->knee_cap > 0 &&
 	                t->rate < t->knee_cap;

@@ -587,8 +587,10 @@ START_TEST(controller_delivered_deficit_cuts_at_once)
 }
 END_TEST
 
-/* Rule a on a tick whose latency still looks healthy: 160 granted, 140
- * answered in 30 ms.  The queue is growing: 0.92 x 140 - 20 = 108.8. */
+/* Rule a on a tick whose p50 still looks healthy: 160 granted, 140
+ * answered, most in 30 ms, the last of them past the window (a FIFO queue
+ * growing by 20 a second makes each answer wait longer than the one
+ * before).  The queue is growing: 0.92 x 140 - 20 = 108.8. */
 START_TEST(controller_delivered_deficit_on_a_healthy_tick)
 {
 	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
@@ -596,7 +598,8 @@ START_TEST(controller_delivered_deficit_on_a_healthy_tick)
 
 	warm(&c, &r, 160);
 	c.up_agree = 2;
-	ck_assert_double_eq_tol(step_measured(&c, &r, samples(140, 30 * MS),
+	ck_assert_double_eq_tol(step_measured(&c, &r,
+	                                      samples2(130, 30 * MS, 10, 90 * MS),
 	                                      160, 140), 108.8, 1e-9);
 	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
 	ck_assert_double_eq(c.knee_rate, 140);
@@ -606,6 +609,35 @@ START_TEST(controller_delivered_deficit_on_a_healthy_tick)
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(95, 25 * MS),
 	                                      100, 95), 105, 1e-9);
 	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+}
+END_TEST
+
+/*
+ * Rule a and answers a program has not read yet (issue 15): wrk -t2 -c32
+ * paced at 41 req/s sleeps in one socket's send after another, fifteen of
+ * them, and reads the fifteen answers the wait stamped meanwhile at once,
+ * so its ticks record 30 or 45 answers, never 41, every one in 23 ms.  A
+ * tick of 30 read as a queue growing by 11 a second and cut the rate to
+ * 0.92 x 30 - 11, and the knee learned there held wrk at half the
+ * capacity of 80.  A queue that grows delays the answers it lets through
+ * (each waits behind the ones before), so a deficit whose answers all
+ * came back inside the window is no queue's: rule a holds.
+ */
+START_TEST(controller_delivered_deficit_needs_a_slow_answer)
+{
+	struct agile_config cfg = slo_config(AGILE_PRESET_NONE);
+	struct agile_resolved r;
+	struct agile_controller c;
+
+	cfg.slo_ns = 50 * MS; /* the benchmark's: window 40 ms */
+	r = resolved(cfg);
+	warm(&c, &r, 41);
+	c.baseline_ns = 15 * MS;
+	c.knee_rate = 82;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(30, 23 * MS), 41,
+	                                      30), 0.92 * 82, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_double_eq(c.knee_rate, 82);
 }
 END_TEST
 
@@ -1402,6 +1434,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_action_names);
 	tcase_add_test(tc, controller_delivered_deficit_cuts_at_once);
 	tcase_add_test(tc, controller_delivered_deficit_on_a_healthy_tick);
+	tcase_add_test(tc, controller_delivered_deficit_needs_a_slow_answer);
 	tcase_add_test(tc, controller_delivered_draining_holds);
 	tcase_add_test(tc, controller_delivered_refused_calls_are_no_deficit);
 	tcase_add_test(tc, controller_delivered_needs_paired_answers);
