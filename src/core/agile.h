@@ -198,6 +198,11 @@ struct agile_config {
 #define AGILE_DEFAULT_KNEE_RAMP 2.0
 #define AGILE_DEFAULT_PROBE_ACCELERATION 2.0
 #define AGILE_DEFAULT_GOODPUT_CUT 1.0
+#define AGILE_GOODPUT_KEEP_DELIVERED 0.5 /* rule d's cut keeps at least
+                                     this share of the answers the tick
+                                     delivered */
+#define AGILE_GOODPUT_QUEUE_RISE 1.25 /* ... while the tick's p50 is past
+                                     this times the last tick's */
 #define AGILE_DEFICIT_SHARE 0.04  /* answers lagging (or leading) the grants
                                      by more than this share of them, plus
                                      two answers: a queue growing (draining) */

@@ -96,7 +96,13 @@
  *     queues no more than its own connections, and its slow answers are
  *     that queue, which a cut drains, not a downstream that can answer
  *     nothing inside the SLO.  Nor right after the cut that ended cold
- *     start: slow start's overshoot filled that queue itself.
+ *     start: slow start's overshoot filled that queue itself.  While the
+ *     tick's p50 still rises past AGILE_GOODPUT_QUEUE_RISE times the last
+ *     tick's, its answers were sent before the last cut reached the
+ *     downstream, and the cut keeps at least AGILE_GOODPUT_KEEP_DELIVERED
+ *     of what the tick delivered: a rate at the floor has a program of 32
+ *     threads reserve its grants 32 s ahead.  Nor does the guard cut on
+ *     the tick right after a cut whose p50 is back inside the window.
  *
  * The same four rules hold for a real program, whose signal is lumpy where
  * a simulated backlog's is smooth.  ab -c 16 paced at its sends takes its
@@ -389,6 +395,7 @@ struct tick {
 	double floor;       /* the clamp's lower bound, probe_rate in probe mode */
 	bool cold;          /* the tick ran in cold start (the step may end it) */
 	bool after_cut;     /* the tick before cut (rule d) */
+	double p50_before;  /* the tick before's p50, 0 if blind (rule d) */
 	/* Rule a's measure of the span ending at this tick. */
 	bool measured;      /* rule a applies and the tick's length is known */
 	double used;        /* grants per second over the span */
@@ -717,7 +724,11 @@ static void rule_d_own_share(struct tick *t)
 }
 
 /* Rule d's second half: a second cut in a row keeps no more of the rate
- * than the share of answers that met the target, unless this cut or the
+ * than the share of answers that met the target (but half of what was
+ * delivered while the p50 still rises: the Python client's 32 threads,
+ * started above a capacity of 60, were cut from 51.5 to the floor of 1 on
+ * answers sent before the cut, and sent one request a second for 22 s,
+ * issue 15), unless this cut or the
  * last found the program held to its answers, or the last ended cold
  * start: slow start's overshoot filled the queue it cut, as a program held
  * to its answers fills its own, and the tick after reads that queue.  wrk
@@ -728,6 +739,10 @@ static void rule_d_goodput_cut(const struct agile_controller *n,
 {
 	double keep = t->r->goodput_cut * t->inside * t->load;
 
+	if (t->measured && t->p50_before > 0 &&
+	    t->p50 > AGILE_GOODPUT_QUEUE_RISE * t->p50_before &&
+	    keep < AGILE_GOODPUT_KEEP_DELIVERED * t->delivered)
+		keep = AGILE_GOODPUT_KEEP_DELIVERED * t->delivered;
 	if (t->r->goodput_cut > 0 && n->cutting && !n->cut_from_used &&
 	    !n->cut_ended_cold && !t->held && t->next > keep)
 		t->next = keep;
@@ -899,6 +914,7 @@ double agile_controller_step(struct agile_controller *c,
 
 	t.rate = agile__load_double(&c->rate);
 	t.cold = n.cold_start != 0;
+	t.p50_before = agile__load_double(&c->p50_ns);
 	t.after_cut = n.last_action == AGILE_ACTION_DECREASE ||
 	              n.last_action == AGILE_ACTION_TAIL;
 	n.rate = t.rate;

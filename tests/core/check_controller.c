@@ -922,6 +922,39 @@ START_TEST(controller_goodput_cut_spares_the_tail_after_a_cut)
 }
 END_TEST
 
+/*
+ * Rule d while the queue still builds (issue 15): the Python client's 32
+ * threads started above a capacity of 60 req/s.  A cut took 73.6 to
+ * 51.5 on a p50 of 83 ms; the tick after read 227 ms, its answers sent
+ * before that cut reached the downstream, none inside the SLO, and rule
+ * d's second cut kept none of the rate: the floor of 1 req/s, where each
+ * thread reserved a grant up to 32 s ahead and the program sent one
+ * request a second for 22 s.  A p50 that still rises says the last cut
+ * has not been seen yet: rule d keeps at least half of what was
+ * delivered.  A p50 that holds (a downstream slow at any rate) is still
+ * cut to the floor (controller_goodput_cut).
+ */
+START_TEST(controller_goodput_cut_keeps_half_while_the_queue_builds)
+{
+	struct agile_config cfg = slo_config(AGILE_PRESET_NONE);
+	struct agile_resolved r;
+	struct agile_controller c;
+
+	cfg.slo_ns = 50 * MS;
+	cfg.floor_rate = 1;
+	r = resolved(cfg);
+	warm(&c, &r, 73.56);
+	c.baseline_ns = 28 * MS;
+	step_measured(&c, &r, samples2(50, 83 * MS, 10, 170 * MS), 61, 60);
+	ck_assert_uint_eq(c.cutting, 1);
+	double first = c.rate;
+	ck_assert_double_lt(first, 73.56);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(61, 227 * MS), 59,
+	                                      61), 0.5 * 61, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+}
+END_TEST
+
 /* The delivered rules need a rate: a concurrency limit is not comparable
  * with answers per second. */
 START_TEST(controller_delivered_rules_rate_only)
@@ -1443,6 +1476,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_goodput_cut);
 	tcase_add_test(tc, controller_goodput_cut_spares_the_cold_start_overshoot);
 	tcase_add_test(tc, controller_goodput_cut_spares_the_tail_after_a_cut);
+	tcase_add_test(tc, controller_goodput_cut_keeps_half_while_the_queue_builds);
 	tcase_add_test(tc, controller_delivered_rules_rate_only);
 	tcase_add_test(tc, controller_span_joins_ticks_without_answers);
 	tcase_add_test(tc, controller_calibration_skips_cold_start_and_weighs_spans);
