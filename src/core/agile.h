@@ -202,7 +202,9 @@ struct agile_config {
                                      this share of the answers the tick
                                      delivered */
 #define AGILE_GOODPUT_QUEUE_RISE 1.25 /* ... while the tick's p50 is past
-                                     this times the last tick's */
+                                     this times the last tick's; and rule
+                                     d does not cut while it is under the
+                                     last tick's divided by this */
 #define AGILE_DEFICIT_SHARE 0.04  /* answers lagging (or leading) the grants
                                      by more than this share of them, plus
                                      two answers: a queue growing (draining) */

@@ -100,8 +100,11 @@
  *     tick's p50 still rises past AGILE_GOODPUT_QUEUE_RISE times the last
  *     tick's, its answers were sent before the last cut reached the
  *     downstream, and the cut keeps at least AGILE_GOODPUT_KEEP_DELIVERED
- *     of what the tick delivered: a rate at the floor has a program of 32
- *     threads reserve its grants 32 s ahead.  Nor does the guard cut on
+ *     of what the tick delivered; while it falls by as much, the last cut
+ *     is draining the queue, and the cut is the plain full step: a rate at
+ *     the floor has a program of 32 threads reserve its grants 32 s ahead.
+ *     Only a p50 the last cut left where it was (a downstream slow at any
+ *     rate) is cut to the share inside.  Nor does the guard cut on
  *     the tick right after a cut whose p50 is back inside the window.
  *
  * The same four rules hold for a real program, whose signal is lumpy where
@@ -728,7 +731,9 @@ static void rule_d_own_share(struct tick *t)
  * delivered while the p50 still rises: the Python client's 32 threads,
  * started above a capacity of 60, were cut from 51.5 to the floor of 1 on
  * answers sent before the cut, and sent one request a second for 22 s,
- * issue 15), unless this cut or the
+ * issue 15), and none while the p50 falls past that factor: the last cut
+ * is draining the queue (ab and wrk at that start, 252 -> 175 ms, were cut
+ * to 1 req/s and stayed there), unless this cut or the
  * last found the program held to its answers, or the last ended cold
  * start: slow start's overshoot filled the queue it cut, as a program held
  * to its answers fills its own, and the tick after reads that queue.  wrk
@@ -738,8 +743,11 @@ static void rule_d_goodput_cut(const struct agile_controller *n,
                                struct tick *t)
 {
 	double keep = t->r->goodput_cut * t->inside * t->load;
+	bool known = t->p50_before > 0;
 
-	if (t->measured && t->p50_before > 0 &&
+	if (known && t->p50 * AGILE_GOODPUT_QUEUE_RISE < t->p50_before)
+		return;
+	if (t->measured && known &&
 	    t->p50 > AGILE_GOODPUT_QUEUE_RISE * t->p50_before &&
 	    keep < AGILE_GOODPUT_KEEP_DELIVERED * t->delivered)
 		keep = AGILE_GOODPUT_KEEP_DELIVERED * t->delivered;
