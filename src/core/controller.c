@@ -53,10 +53,10 @@
  *     yet), a queue is growing: the tick cuts at once, whatever the p50
  *     and the hysteresis say yet, to at most delivered_share x delivered
  *     minus the excess it sent, so the next tick also pays the backlog
- *     back.  When the answers exceed the
- *     grants by as much, an earlier backlog is draining and the last cut is
- *     already working: neither the proportional step nor the tail guard
- *     cuts again on that backlog's latency.  The knee is what the
+ *     back.  When the answers exceed the grants by as much, an earlier
+ *     backlog is draining and the last cut is already working: neither
+ *     the proportional step nor the tail guard cuts again on that
+ *     backlog's latency.  The knee is what the
  *     downstream delivered when trouble began: at a deficit cut, or at the
  *     first cut since the rate last rose (unless the rate was still
  *     climbing back under the knee and the p50 healthy: a guard cut there
@@ -605,12 +605,12 @@ static void rules_region(const struct agile_controller *n, struct tick *t)
 	t->draining = (t->delivered_known && (!t->split || n->cutting) &&
 	               t->delivered - t->used > t->slack) ||
 	              (t->backlog && !t->held);
-	/* Rule b: below the knee the climb back needs no agreement. */
 	/* A deficit whose answers all came back inside the window is no
 	 * queue's: wrk -t2 -c32 at 41 req/s reads the fifteen answers each
 	 * thread's wait stamped in one go, 30 or 45 a tick, all in 23 ms, and
 	 * a tick of 30 cut it to 16.6 (issue 15). */
 	t->deficit = t->deficit && t->p99 >= t->window;
+	/* Rule b: below the knee the climb back needs no agreement. */
 	t->knee_cap = t->delivered_known ? r->delivered_share * n->knee_rate : 0;
 	t->below_knee = r->knee_ramp > 1 && t->knee_cap > 0 &&
 	                t->rate < t->knee_cap;
