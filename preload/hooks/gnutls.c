@@ -1,16 +1,19 @@
 /*
  * gnutls.c - GnuTLS's plaintext calls: gnutls_record_send and
- * gnutls_record_recv, the descriptor from gnutls_transport_get_int.  Why
+ * gnutls_record_recv, the descriptor from gnutls_transport_get_int or
+ * learnt in gnutls_handshake.  Why
  * they are hand-written, and the rules they share with OpenSSL's, are in
  * tls_plain.h.
  *
  * gnutls_transport_get_int gives the descriptor a program handed over with
  * gnutls_transport_set_int, or with gnutls_transport_set_ptr as an integer
  * cast to a pointer (wget does).  A session on a transport of the
- * program's own (push and pull functions, a pointer to its own object)
- * gives a number that names no matched socket, almost always, and passes
- * through; one that happens to name one would be counted on it, which is
- * the limit of what the library lets a caller ask.
+ * program's own (push and pull functions and a pointer to its own object,
+ * as libcurl-gnutls has, which git uses) gives a number that names no
+ * matched socket, almost always: its socket is learnt from its handshake
+ * instead (gnutls_handshake, tls_plain.h).  A pointer whose low bits
+ * happen to name a matched socket would be counted on it, which is the
+ * limit of what the library lets a caller ask.
  */
 #include "config.h"
 
@@ -37,10 +40,12 @@ typedef struct gnutls_session_int *gnutls_session_t;
 ssize_t gnutls_record_send(gnutls_session_t session, const void *data,
                            size_t size);
 ssize_t gnutls_record_recv(gnutls_session_t session, void *data, size_t size);
+int gnutls_handshake(gnutls_session_t session);
 
 static struct {
 	ssize_t (*send)(gnutls_session_t, const void *, size_t);
 	ssize_t (*recv)(gnutls_session_t, void *, size_t);
+	int (*handshake)(gnutls_session_t);
 	int (*get_int)(gnutls_session_t);
 	int (*is_fatal)(int);
 } real;
@@ -62,10 +67,12 @@ static struct agile_fd *entry_of(gnutls_session_t session)
 {
 	int (*get_int)(gnutls_session_t) =
 		REAL(get_int, "gnutls_transport_get_int");
+	struct agile_fd *t;
 
 	if (session == NULL || get_int == NULL || agile__busy)
 		return NULL;
-	return agile__tls_entry(get_int(session));
+	t = agile__tls_entry(get_int(session));
+	return t != NULL ? t : agile__tls_entry(agile__tls_session_fd(session));
 }
 
 /* What a receive's result says happened (tls_plain.h). */
@@ -99,8 +106,10 @@ static ssize_t record_send(gnutls_session_t session, const void *data,
 	}
 	/* A NULL, 0 send flushes what a call cut short left behind: it is
 	 * the rest of a write already paced. */
-	if (size == 0 || data == NULL || (t = entry_of(session)) == NULL)
+	if (size == 0 || data == NULL)
 		return next(session, data, size);
+	if ((t = entry_of(session)) == NULL)
+		return AGILE_TLS_LEARNING(session, next(session, data, size));
 	begun = agile__plain_send_begin(&s, t, data, size,
 	                                (uintptr_t)__builtin_frame_address(0));
 	if (begun == 1)
@@ -126,13 +135,42 @@ static ssize_t record_recv(gnutls_session_t session, void *data, size_t size)
 		agile__tls_missing("gnutls_record_recv");
 		return GNUTLS_E_INTERNAL_ERROR;
 	}
-	if (size == 0 || (t = entry_of(session)) == NULL ||
-	    !agile__plain_recv_begin(t, (uintptr_t)__builtin_frame_address(0)))
+	if (size == 0)
+		return next(session, data, size);
+	if ((t = entry_of(session)) == NULL)
+		return AGILE_TLS_LEARNING(session, next(session, data, size));
+	if (!agile__plain_recv_begin(t, (uintptr_t)__builtin_frame_address(0)))
 		return next(session, data, size);
 	r = next(session, data, size);
 	error = errno;
 	agile__plain_recv_end(t, data, size, recv_outcome(r), error, false);
 	return r;
+}
+
+/* The handshake: passed through, with the session named so that its
+ * first tracked send maps it to its socket when gnutls_transport_get_int
+ * does not name one; a mapping left from an earlier connection of the
+ * session is dropped first. */
+static int handshake(gnutls_session_t session)
+{
+	int (*next)(gnutls_session_t) = REAL(handshake, "gnutls_handshake");
+	int (*get_int)(gnutls_session_t) =
+		REAL(get_int, "gnutls_transport_get_int");
+
+	if (next == NULL) {
+		agile__tls_missing("gnutls_handshake");
+		return GNUTLS_E_INTERNAL_ERROR;
+	}
+	if (session == NULL || get_int == NULL || agile__busy ||
+	    agile__tls_entry(get_int(session)) != NULL)
+		return next(session);
+	agile__tls_session_forget(session);
+	return AGILE_TLS_LEARNING(session, next(session));
+}
+
+AGILE_EXPORT int gnutls_handshake(gnutls_session_t session)
+{
+	return handshake(session);
 }
 
 AGILE_EXPORT ssize_t gnutls_record_send(gnutls_session_t session,

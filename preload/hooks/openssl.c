@@ -91,17 +91,6 @@ static struct agile_fd *entry_of(const SSL *ssl)
 	return agile__tls_entry(fd);
 }
 
-/* Evaluate `call`, a call of the library's for `ssl` that passes through,
- * with the session named for learning its descriptor (tls_plain.h). */
-#define LEARNING(ssl, call) __extension__ ({ \
-	const void *outer_ = agile__tls_current; \
-	__typeof__(call) result_; \
-	agile__tls_current = (ssl); \
-	result_ = (call); \
-	agile__tls_current = outer_; \
-	result_; \
-})
-
 /* What a read's result says happened (tls_plain.h): `ret` is the real
  * call's return, as SSL_read's (> 0 bytes, else SSL_get_error's case). */
 static ssize_t read_outcome(const SSL *ssl, int ret, int error)
@@ -135,7 +124,7 @@ static ssize_t read_outcome(const SSL *ssl, int ret, int error)
 	ssize_t w_; \
 	int begun_; \
 	if (t_ == NULL) { \
-		w_ = LEARNING(ssl, call); \
+		w_ = AGILE_TLS_LEARNING(ssl, call); \
 		return (ret); \
 	} \
 	begun_ = agile__plain_send_begin(&s_, t_, (buf), n_, \
@@ -206,7 +195,7 @@ static int ssl_write_ex(SSL *ssl, const void *buf, size_t num,
 	int r_; \
 	int error_; \
 	if (t_ == NULL) { \
-		r_ = LEARNING(ssl, call); \
+		r_ = AGILE_TLS_LEARNING(ssl, call); \
 		return (ret); \
 	} \
 	if (!agile__plain_recv_begin(t_, \
@@ -314,7 +303,7 @@ static int handshake(SSL *ssl, int (*next)(SSL *), const char *name)
 	if (ssl == NULL || get_fd == NULL || get_fd(ssl) >= 0)
 		return next(ssl);
 	agile__tls_session_forget(ssl);
-	return LEARNING(ssl, next(ssl));
+	return AGILE_TLS_LEARNING(ssl, next(ssl));
 }
 
 AGILE_EXPORT int SSL_connect(SSL *ssl)

@@ -83,6 +83,16 @@ struct agile_fd *agile__tls_entry(int fd);
 #define AGILE_TLS_SESSIONS 4096
 extern __thread const void *agile__tls_current
 	__attribute__((tls_model("initial-exec")));
+/* Evaluate `call`, a call of the library's for `session` that passes
+ * through, with the session named for learning its descriptor. */
+#define AGILE_TLS_LEARNING(session, call) __extension__ ({ \
+	const void *outer_ = agile__tls_current; \
+	__typeof__(call) result_; \
+	agile__tls_current = (session); \
+	result_ = (call); \
+	agile__tls_current = outer_; \
+	result_; \
+})
 /* Map the session in agile__tls_current to `fd` (called by track.c). */
 void agile__tls_learn(int fd);
 /* The descriptor mapped to `session`, or -1. */

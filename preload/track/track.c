@@ -883,6 +883,9 @@ static void plaintext_starts(struct agile_fd *t)
 	                   __ATOMIC_RELAXED);
 	__atomic_store_n(&t->tls.stage, AGILE_TLS_OFF, __ATOMIC_RELAXED);
 	store8(&t->tls_plain, 1);
+	if (agile__log_enabled(AGILE_LOG_DEBUG))
+		agile__log(AGILE_LOG_DEBUG, "fd %d: the TLS library hands "
+		           "over the plaintext", fd_of(t));
 	agile__leave();
 	errno = saved;
 }

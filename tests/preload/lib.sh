@@ -84,6 +84,13 @@ need() {
 	fi
 }
 
+# have PROGRAM: whether a test's optional arm can run PROGRAM: installed,
+# and not curl under the ASan runtime (need, above).
+have() {
+	command -v "$1" >/dev/null 2>&1 || return 1
+	[ "$1" != curl ] || [ -z "${AGILE_TEST_PRELOAD_FIRST:-}" ]
+}
+
 # Remember a background process so cleanup kills it.
 started() { started_pids="$started_pids $1"; }
 

@@ -103,15 +103,15 @@ urls=""
 for p in $paths; do
 	urls="$urls https://127.0.0.1:$port$p"
 done
-if command -v curl >/dev/null 2>&1; then
+if have curl; then
 	# shellcheck disable=SC2086
 	run_client curl curl --http1.1 -sk -o /dev/null $urls
 else
-	note "curl not installed: its arm skipped"
+	note "curl not installed (or under ASan): its arm skipped"
 fi
 # shellcheck disable=SC2086
 run_client python python3 "$tmp/client.py" "$port" $paths
-if command -v wget >/dev/null 2>&1; then
+if have wget; then
 	# wget exits 8 when a response is an error (the 429 and the 503).
 	# shellcheck disable=SC2086
 	run_client wget sh -c 'wget -q --tries=1 --no-check-certificate -O /dev/null "$@"; [ $? -eq 8 ]' wget $urls
