@@ -73,6 +73,10 @@ try "Python http.client ($(python3 -V))" python3 python3 -c "
 import http.client, ssl
 c = http.client.HTTPSConnection('127.0.0.1', $port, context=ssl._create_unverified_context())
 c.request('GET', '/'); c.getresponse().read()"
+try "Python requests" python3 python3 -c "
+import requests, urllib3
+urllib3.disable_warnings()
+requests.get('$url', verify=False)"
 try "Debian's /usr/bin/python3" /usr/bin/python3 /usr/bin/python3 -c "
 import http.client, ssl
 c = http.client.HTTPSConnection('127.0.0.1', $port, context=ssl._create_unverified_context())
