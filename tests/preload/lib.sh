@@ -77,18 +77,22 @@ skip() { echo "SKIP: $test_name: $*"; exit 77; }
 note() { echo "$test_name: $*"; }
 need() {
 	command -v "$1" >/dev/null 2>&1 || skip "$1 is not installed"
-	# Debian 12's curl hangs in setlocale() as soon as the ASan runtime is
-	# loaded into it, preload or no preload; the ASan run leaves it out.
-	if [ "$1" = curl ] && [ -n "${AGILE_TEST_PRELOAD_FIRST:-}" ]; then
-		skip "curl hangs under the ASan runtime alone"
+	# Debian 12's curl and wget hang in setlocale() or freelocale() as
+	# soon as the ASan runtime is loaded into them, preload or no preload;
+	# the ASan run leaves them out.
+	if asan_hangs "$1"; then
+		skip "$1 hangs under the ASan runtime alone"
 	fi
+}
+asan_hangs() {
+	{ [ "$1" = curl ] || [ "$1" = wget ]; } &&
+		[ -n "${AGILE_TEST_PRELOAD_FIRST:-}" ]
 }
 
 # have PROGRAM: whether a test's optional arm can run PROGRAM: installed,
-# and not curl under the ASan runtime (need, above).
+# and not one that hangs under the ASan runtime (need, above).
 have() {
-	command -v "$1" >/dev/null 2>&1 || return 1
-	[ "$1" != curl ] || [ -z "${AGILE_TEST_PRELOAD_FIRST:-}" ]
+	command -v "$1" >/dev/null 2>&1 && ! asan_hangs "$1"
 }
 
 # Remember a background process so cleanup kills it.

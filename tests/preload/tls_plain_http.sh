@@ -116,5 +116,5 @@ if have wget; then
 	# shellcheck disable=SC2086
 	run_client wget sh -c 'wget -q --tries=1 --no-check-certificate -O /dev/null "$@"; [ $? -eq 8 ]' wget $urls
 else
-	note "wget not installed: its arm skipped"
+	note "wget not installed (or under ASan): its arm skipped"
 fi
