@@ -112,6 +112,8 @@ enum agile_fd_request {
                                 starts a TLS connection inside the tunnel
                                 (track.c) */
 
+#define AGILE_TLS_PLAIN_RETRY 0x2
+
 struct agile_fd {
 	uint8_t tracked;          /* 1: a matched stream socket */
 	uint8_t phase;            /* enum agile_fd_phase */
@@ -138,11 +140,13 @@ struct agile_fd {
 	                             duplicated from or to; 0 none */
 	uint8_t http2;            /* 1: the client sent HTTP/2's connection
 	                             preface (http2.h) */
-	uint8_t tls_plain;        /* 1: the program's TLS library hands the
-	                             preload the connection's plaintext
+	uint8_t tls_plain;        /* not 0: the program's TLS library hands
+	                             the preload the connection's plaintext
 	                             (preload/hooks/tls_plain.h): its
 	                             ciphertext sends and receives pass
-	                             through, and the record walker is off */
+	                             through, and the record walker is off;
+	                             AGILE_TLS_PLAIN_RETRY: its last write
+	                             failed, and the retry is not cut */
 	uint16_t h2conn;          /* its entry in the side pool of HTTP/2
 	                             connections (h2conn.h), 0 none */
 	struct agile_tls tls;     /* the connection's TLS records (tls.h) */

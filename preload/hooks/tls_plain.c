@@ -194,6 +194,13 @@ int agile__plain_send_begin(struct agile_plain_send *s, struct agile_fd *t,
 		agile__track_hook_leave();
 		return -EBADF;
 	}
+	/* The retry of a write that would have blocked: both libraries
+	 * require it to be made with the same bytes (OpenSSL fails a shorter
+	 * one with "bad length"), so it is not cut, and the streams beyond
+	 * the cut go with it on the grant taken. */
+	if (__atomic_load_n(&t->tls_plain, __ATOMIC_ACQUIRE) &
+	    AGILE_TLS_PLAIN_RETRY)
+		s->limit = SIZE_MAX;
 	inside_real = 1;
 	return 0;
 }
@@ -203,6 +210,13 @@ void agile__plain_send_end(struct agile_plain_send *s, ssize_t written,
 {
 	inside_real = 0;
 	agile__track_hook_leave();
+	if (written > 0)
+		__atomic_fetch_and(&s->t->tls_plain,
+		                   (uint8_t)~AGILE_TLS_PLAIN_RETRY,
+		                   __ATOMIC_ACQ_REL);
+	else
+		__atomic_fetch_or(&s->t->tls_plain, AGILE_TLS_PLAIN_RETRY,
+		                  __ATOMIC_ACQ_REL);
 	if (s->start != AGILE_SEND_PASS)
 		agile__track_plain_after_send(s->t, written > 0 ? written : -1,
 		                              error, s->start, &s->iov, 1);
