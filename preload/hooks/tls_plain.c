@@ -60,10 +60,26 @@ void *agile__tls_real(const char *name, const char *library)
 	return real;
 }
 
+/* The names warned about already (their hooks pass string constants). */
+#define MISSING_MAX 16
+static const char *missing[MISSING_MAX];
+
 void agile__tls_missing(const char *name)
 {
 	int saved = errno;
 
+	for (int i = 0; i < MISSING_MAX; i++) {
+		const char *none = NULL;
+
+		if (__atomic_load_n(&missing[i], __ATOMIC_ACQUIRE) == name)
+			return;
+		if (__atomic_compare_exchange_n(&missing[i], &none, name,
+		                                false, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_ACQUIRE))
+			break;
+		if (none == name)
+			return;
+	}
 	agile__enter();
 	agile__log(AGILE_LOG_WARN, "%s: the TLS library's own function "
 	           "cannot be found; the call fails", name);
