@@ -256,7 +256,7 @@ tally_reports() {
 
 # The integration tests (under tests/) that also run under ASan, besides
 # every fault test (see the sanitize suite below).
-asan_preload_tests="preload/(python_threads|ab|redis|torture|event_loop|unix|vfork|fd_reuse|dup|syscall|share|threads_repeat|eintr|agilestat|http|keys|listen_http|listen_keepalive|deepbind_stress|errqueue|fastopen|close_wait|alarm_timeout)"
+asan_preload_tests="preload/(python_threads|ab|redis|torture|event_loop|unix|vfork|fd_reuse|dup|syscall|share|threads_repeat|eintr|agilestat|http|keys|listen_http|listen_keepalive|tls_plain_http2|tls_plain_nonblocking|deepbind_stress|errqueue|fastopen|close_wait|alarm_timeout)"
 asan_preload_tests="$asan_preload_tests|fleet/(fleet_max|fleet_window|fleet_adaptive|fleet_failover|fleet_hostile|fleet_cluster)"
 # agilestat --serve under its scrapers and hostile clients.
 asan_preload_tests="$asan_preload_tests|tools/serve_scrapers"
@@ -349,7 +349,10 @@ if want sanitize && [ "$asan_built" -eq 1 ]; then
 	# under ASan's slowdown: a test timed to the tens of milliseconds (a
 	# rate within 15%, a p99 under an SLO) proves nothing more there, and
 	# curl hangs under the ASan runtime (tests/preload/lib.sh skips it).
-	# Add a test here once it passes under ASan on a loaded machine.
+	# Add a test here once it passes under ASan on a loaded machine
+	# (tls_plain_http.sh does not: its p50 within 10% of the server's
+	# 100 ms came to 110.6 ms; its curl and wget arms hang under ASan).
+	# psql hangs under the ASan runtime too, in setlocale's lock.
 	scripts=$(tr ' ' '\n' <<<"$all" | grep -E "^tests/fault/|^tests/($asan_preload_tests)\.sh$" | tr '\n' ' ')
 	# The unit tests with leak detection; the real programs (Python,
 	# ab, redis, sh) without it, since their leaks are not ours.

@@ -9,8 +9,9 @@
 # floor=max=5 the plaintext hook waits for each request's grant inside the
 # write, as a plain non-blocking send waits (preload/hooks/tls_plain.h:
 # "would block" cannot be signalled from outside the library): the server
-# sees the six requests at least 0.15 s apart and the client sees six 200s,
-# no error.  Then the same with a SIGALRM handler installed without
+# sees the six requests over at least 0.8 s (five intervals of 0.2 s, less
+# what a busy machine's late first arrival takes off; unpaced, 0.01 s) and
+# the client sees six 200s, no error.  Then the same with a SIGALRM handler installed without
 # SA_RESTART firing every 30 ms through a blocking client: the wait resumes
 # after each signal instead of failing the write, so every request still
 # succeeds and is paced.
@@ -87,15 +88,15 @@ for mode in nonblocking signals; do
 	export AGILE_DEST_WEB="127.0.0.1:$port floor=5 max=5 initial=5"
 	answered=$(preloaded python3 "$tmp/client.py" "$port" "$mode" 2>"$tmp/client.err") ||
 		fail "$mode: the client failed: $(tail -3 "$tmp/client.err")"
-	gap=$(python3 - "$tmp/arrivals" <<'PY'
+	span=$(python3 - "$tmp/arrivals" <<'PY'
 import sys
 t = sorted(float(x) for x in open(sys.argv[1]))
-print("%.3f" % min(b - a for a, b in zip(t, t[1:])))
+print("%.3f" % (t[-1] - t[0]))
 PY
 )
-	note "$mode: $answered of 6 answered 200, smallest gap $gap s at the server, $(stat_json web 'd["samples_total"]') samples"
+	note "$mode: $answered of 6 answered 200 over $span s at the server, $(stat_json web 'd["samples_total"]') samples"
 	check "v[0] == 6" "$mode: every request succeeds" "$answered"
-	check "v[0] >= 0.15" "$mode: the requests are paced at 5/s" "$gap"
+	check "v[0] >= 0.8" "$mode: the requests are paced at 5/s" "$span"
 	check "v[0] == 6" "$mode: one sample per request" \
 		"$(stat_json web 'd["samples_total"]')"
 done
