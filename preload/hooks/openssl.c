@@ -127,8 +127,8 @@ static ssize_t read_outcome(const SSL *ssl, int ret, int error)
 		w_ = AGILE_TLS_LEARNING(ssl, call); \
 		return (ret); \
 	} \
-	begun_ = agile__plain_send_begin(&s_, t_, (buf), n_, \
-	                                 (uintptr_t)__builtin_frame_address(0)); \
+	begun_ = agile__plain_send_begin( \
+		&s_, t_, (buf), n_, (uintptr_t)__builtin_frame_address(0)); \
 	if (begun_ == 1) { \
 		w_ = (call); \
 		return (ret); \

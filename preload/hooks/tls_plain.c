@@ -96,6 +96,7 @@ __thread const void *agile__tls_current
 static uint64_t sessions[AGILE_TLS_SESSIONS];
 
 #define SESSION_PROBES 16
+#define SESSION_MASK (AGILE_TLS_SESSIONS - 1)
 
 static uint64_t session_key(const void *session)
 {
@@ -107,7 +108,7 @@ static uint64_t session_key(const void *session)
 static size_t session_home(uint64_t key)
 {
 	return (size_t)((key >> 19) * 0x9e3779b97f4a7c15ULL >> 52) &
-	       (AGILE_TLS_SESSIONS - 1);
+	       SESSION_MASK;
 }
 
 int agile__tls_session_fd(const void *session)
@@ -119,7 +120,7 @@ int agile__tls_session_fd(const void *session)
 		return -1;
 	for (size_t i = 0; i < SESSION_PROBES; i++) {
 		uint64_t v = __atomic_load_n(
-			&sessions[(home + i) & (AGILE_TLS_SESSIONS - 1)],
+			&sessions[(home + i) & SESSION_MASK],
 			__ATOMIC_ACQUIRE);
 
 		if ((v & ~(uint64_t)0xffff) == key)
@@ -136,7 +137,7 @@ void agile__tls_session_forget(const void *session)
 	if (key == 0)
 		return;
 	for (size_t i = 0; i < SESSION_PROBES; i++) {
-		uint64_t *slot = &sessions[(home + i) & (AGILE_TLS_SESSIONS - 1)];
+		uint64_t *slot = &sessions[(home + i) & SESSION_MASK];
 		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
 		if ((v & ~(uint64_t)0xffff) == key)
@@ -163,7 +164,7 @@ void agile__tls_learn(int fd)
 	    agile__tls_session_fd((const void *)(uintptr_t)(key >> 16)) == fd)
 		return;
 	for (size_t i = 0; i < SESSION_PROBES; i++) {
-		uint64_t *slot = &sessions[(home + i) & (AGILE_TLS_SESSIONS - 1)];
+		uint64_t *slot = &sessions[(home + i) & SESSION_MASK];
 		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
 		if (((v & ~(uint64_t)0xffff) == key || slot_free(v)) &&
