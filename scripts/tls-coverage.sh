@@ -81,7 +81,9 @@ try "Debian's /usr/bin/python3" /usr/bin/python3 /usr/bin/python3 -c "
 import http.client, ssl
 c = http.client.HTTPSConnection('127.0.0.1', $port, context=ssl._create_unverified_context())
 c.request('GET', '/'); c.getresponse().read()"
+# shellcheck disable=SC2016
 try "PHP file_get_contents" php php -r 'file_get_contents("'"$url"'", false, stream_context_create(["ssl" => ["verify_peer" => false, "verify_peer_name" => false]]));'
+# shellcheck disable=SC2016
 try "Perl IO::Socket::SSL" perl perl -MIO::Socket::SSL -e '
 my $s = IO::Socket::SSL->new(PeerAddr => "127.0.0.1:'"$port"'", SSL_verify_mode => 0) or die;
 print $s "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"; my $r = <$s>;'

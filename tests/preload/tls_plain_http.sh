@@ -87,6 +87,7 @@ run_client() {
 	[ "$(count_lines "$tmp/arrivals")" -eq 9 ] ||
 		fail "$name: the server saw $(count_lines "$tmp/arrivals") requests, not 9"
 	gap=$(gap_after_busy)
+	# shellcheck disable=SC2046
 	set -- $(stat_json web \
 		'"%d %.1f %d %d %d %d" % (d["samples_total"], d["p50_ms"], d["unreachable"], d["http"]["excluded"], d["http"]["pauses"], d["connects"])')
 	note "$name: $gap s after the 429; $1 samples, p50 $2 ms, $3 unreachable, $4 excluded, $5 pauses, $6 connects"
