@@ -184,11 +184,17 @@ void agile__tls_learn(int fd)
  */
 static __thread int inside_real __attribute__((tls_model("initial-exec")));
 
+/* A listener's connection (AGILE_LISTEN_, inbound.c) keeps its byte-level
+ * handling: its shed answers are written on the socket, which inside TLS
+ * only the library may do. */
 struct agile_fd *agile__tls_entry(int fd)
 {
-	if (fd < 0 || inside_real)
+	struct agile_fd *t;
+
+	if (fd < 0 || inside_real || (t = agile__hook_tracked(fd)) == NULL ||
+	    (__atomic_load_n(&t->flags, __ATOMIC_ACQUIRE) & AGILE_FD_INBOUND))
 		return NULL;
-	return agile__hook_tracked(fd);
+	return t;
 }
 
 int agile__plain_send_begin(struct agile_plain_send *s, struct agile_fd *t,

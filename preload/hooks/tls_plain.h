@@ -63,7 +63,8 @@ void *agile__tls_real(const char *name, const char *library);
 void agile__tls_missing(const char *name);
 
 /* The tracked entry of the session's descriptor, or NULL to pass through
- * (no descriptor, not a matched socket, the preload's own code). */
+ * (no descriptor, not a matched socket, a listener's connection, the
+ * preload's own code). */
 struct agile_fd *agile__tls_entry(int fd);
 
 /*

@@ -837,7 +837,8 @@ static void after_recv(struct agile_fd *t, ssize_t result, int error,
 int64_t agile__track_before_send(struct agile_fd *t, const struct iovec *iov,
                                  int count, size_t *limit)
 {
-	if (agile__tls_current != NULL)
+	if (agile__tls_current != NULL &&
+	    !(load8(&t->flags) & AGILE_FD_INBOUND))
 		agile__tls_learn(fd_of(t)); /* inside a TLS call (tls_plain.h) */
 	if (load8(&t->tls_plain))
 		return AGILE_SEND_PASS;
@@ -859,7 +860,8 @@ void agile__track_after_recv(struct agile_fd *t, ssize_t result, int error,
                              size_t asked, const struct iovec *iov, int count,
                              bool peek)
 {
-	if (agile__tls_current != NULL)
+	if (agile__tls_current != NULL &&
+	    !(load8(&t->flags) & AGILE_FD_INBOUND))
 		agile__tls_learn(fd_of(t));
 	if (load8(&t->tls_plain)) {
 		errno = error;
