@@ -37,13 +37,26 @@
 #include "process.h"
 #include "symbols.h"
 
+/* The rules, parsed once (load_once) and read without a lock after, but
+ * for the addresses learned into them under learn_lock; and what they
+ * enable, counted as they are parsed. */
 static struct agile_rules rules;
 static int rules_enabled;   /* enabled rules; 0 means "match nothing" */
 static int host_rules;      /* enabled hostname rules */
 static int listen_rules;    /* enabled AGILE_LISTEN_ rules */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+/* Serialises agile_rules_learn (see the top of this file). */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Serialises attaching destinations to their slots, and guards the state
+ * file's mapping, opened once per process (inherited by fork children),
+ * and each destination's fields but the atomics (destinations.h). */
 static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct agile_state_map state_map;
+static int state_tried;     /* opening was attempted */
+static char state_path[4096]; /* its path, for messages */
+struct agile_destination agile__destination[AGILE_RULES_MAX];
 
 /*
  * The last address each thread matched, and the answer (rules.h).  A
@@ -55,28 +68,6 @@ static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
  */
 __thread struct agile_match_cache agile__match_cache
 	__attribute__((tls_model("initial-exec")));
-
-/* The state file, mapped once per process (inherited by fork children). */
-static struct agile_state_map state_map;
-static int state_tried;     /* opening was attempted (under attach_lock) */
-static char state_path[4096]; /* its path, for messages */
-
-/* Per destination: its slot, published once attached; whether it is in the
- * state file; and the configuration its limiter is checked against, with
- * the bucket's bounds worked out from it for the check before each grant
- * (both written before the slot is published). */
-struct agile_state_slot *agile__dest_slots[AGILE_RULES_MAX];
-static int slot_shared[AGILE_RULES_MAX];
-static struct agile_resolved slot_config[AGILE_RULES_MAX];
-static struct agile_bucket_bounds slot_bounds[AGILE_RULES_MAX];
-/* A stricter configuration's slot of the same name (agile_state_stricter),
- * and when it was last looked for: atomics, written by whichever thread
- * takes a grant when a look is due. */
-static struct agile_state_slot *stricter_slot[AGILE_RULES_MAX];
-static int64_t stricter_checked_ns[AGILE_RULES_MAX];
-/* Whether this process has said that the slot was damaged: once is enough
- * on stderr, later repairs only at AGILE_LOG=info. */
-static int damage_reported[AGILE_RULES_MAX];
 
 static void on_config_error(const char *message, void *arg)
 {
@@ -433,6 +424,7 @@ static struct agile_state_slot *private_slot(const struct agile_rule *r,
 static void repair(int dest, struct agile_state_slot *s)
 {
 	const struct agile_rule *r = &rules.rule[dest];
+	struct agile_destination *d = &agile__destination[dest];
 	char why[sizeof(((struct agile_problem *)0)->message)];
 	/* By this build's sizes, not the header's, which a process can
 	 * overwrite under the mapping (a slot_size of 0 would divide by 0). */
@@ -444,7 +436,7 @@ static void repair(int dest, struct agile_state_slot *s)
 	if (agile_state_slot_repair(s, &r->config, agile__now_ns(), why,
 	                            sizeof(why)) <= 0)
 		return;
-	agile__log(__atomic_exchange_n(&damage_reported[dest], 1,
+	agile__log(__atomic_exchange_n(&d->damage_reported, 1,
 	                               __ATOMIC_ACQ_REL) ? AGILE_LOG_INFO
 	                                                 : AGILE_LOG_WARN,
 	           "state file %s, slot %u (destination %s): its limiter was "
@@ -467,23 +459,25 @@ static struct agile_state_slot *stricter_of(int dest,
                                             struct agile_state_slot *s,
                                             int64_t now_ns)
 {
-	int64_t checked = __atomic_load_n(&stricter_checked_ns[dest],
+	struct agile_destination *d = &agile__destination[dest];
+	int64_t checked = __atomic_load_n(&d->stricter_checked_ns,
 	                                  __ATOMIC_ACQUIRE);
 
 	if ((checked == 0 || now_ns - checked >= STRICTER_CHECK_NS) &&
-	    __atomic_compare_exchange_n(&stricter_checked_ns[dest], &checked,
+	    __atomic_compare_exchange_n(&d->stricter_checked_ns, &checked,
 	                                now_ns, false, __ATOMIC_ACQ_REL,
 	                                __ATOMIC_ACQUIRE))
-		__atomic_store_n(&stricter_slot[dest],
+		__atomic_store_n(&d->stricter,
 		                 agile_state_stricter(&state_map, s,
-		                                      slot_config[dest].max_rate),
+		                                      d->config.max_rate),
 		                 __ATOMIC_RELEASE);
-	return __atomic_load_n(&stricter_slot[dest], __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&d->stricter, __ATOMIC_ACQUIRE);
 }
 
 int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
                                  int64_t now_ns)
 {
+	const struct agile_destination *d = &agile__destination[dest];
 	struct agile_state_slot *stricter;
 	int64_t grant, other;
 
@@ -493,8 +487,8 @@ int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
 	 * third of the whole check's cost (scripts/bench-hotpath, its validate
 	 * rows).  The controller, the stored configuration and the tick clock
 	 * are checked where a step reads them (agile__destinations_tick). */
-	if (slot_shared[dest] &&
-	    agile_bucket_check(&s->limiter.bucket, &slot_bounds[dest], now_ns,
+	if (d->shared &&
+	    agile_bucket_check(&s->limiter.bucket, &d->bounds, now_ns,
 	                       NULL) < 0) {
 		repair(dest, s);
 		now_ns = agile__now_ns();
@@ -504,7 +498,7 @@ int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
 	 * uses a slot of its own (max lowered during an incident), this
 	 * process's grant waits for that slot's too: the stricter ceiling
 	 * holds for both configurations together (state.h). */
-	stricter = slot_shared[dest] ? stricter_of(dest, s, now_ns) : NULL;
+	stricter = d->shared ? stricter_of(dest, s, now_ns) : NULL;
 	if (stricter != NULL) {
 		other = agile_rate_take(&stricter->limiter, now_ns);
 		if (other > grant && other - now_ns <= STRICTER_MAX_WAIT_NS)
@@ -516,6 +510,7 @@ int64_t agile__destinations_take(int dest, struct agile_state_slot *s,
 static struct agile_state_slot *attach(int dest)
 {
 	const struct agile_rule *r = &rules.rule[dest];
+	struct agile_destination *d = &agile__destination[dest];
 	struct agile_state_slot *s = NULL;
 	int64_t now = agile__now_ns();
 	int32_t other = 0;
@@ -529,11 +524,9 @@ static struct agile_state_slot *attach(int dest)
 		                              agile__unix_ns(), &s, &other);
 		if (rc >= 0) {
 			agile_state_slot_attach_pid(s, (int32_t)getpid());
-			slot_shared[dest] = 1;
-			agile_resolve(&r->config, AGILE_KIND_RATE,
-			              &slot_config[dest]);
-			agile_bucket_bounds(&slot_config[dest],
-			                    &slot_bounds[dest]);
+			d->shared = 1;
+			agile_resolve(&r->config, AGILE_KIND_RATE, &d->config);
+			agile_bucket_bounds(&d->config, &d->bounds);
 			/* A slot this process did not initialise is checked
 			 * before it is trusted. */
 			if (rc == AGILE_SLOT_ATTACHED)
@@ -577,10 +570,10 @@ struct agile_state_slot *agile__destinations_attach(int dest)
 
 	agile__enter();
 	pthread_mutex_lock(&attach_lock);
-	s = agile__dest_slots[dest];
+	s = agile__destination[dest].slot;
 	if (s == NULL) {
 		s = attach(dest);
-		__atomic_store_n(&agile__dest_slots[dest], s, __ATOMIC_RELEASE);
+		__atomic_store_n(&agile__destination[dest].slot, s, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&attach_lock);
 	agile__leave();
@@ -590,6 +583,7 @@ struct agile_state_slot *agile__destinations_attach(int dest)
 void agile__destinations_tick_slow(int dest, struct agile_state_slot *s,
                                    int64_t now_ns)
 {
+	const struct agile_destination *d = &agile__destination[dest];
 	int64_t next_ns;
 
 	/* fleet=adaptive: the fleet's control step replaces the local one. */
@@ -602,10 +596,9 @@ void agile__destinations_tick_slow(int dest, struct agile_state_slot *s,
 	 * is more than a tick beyond that); between steps a call pays one load
 	 * and two comparisons. */
 	next_ns = agile__load_i64(&s->limiter.loop.next_tick_ns);
-	if (slot_shared[dest] &&
+	if (d->shared &&
 	    (now_ns >= next_ns || next_ns - now_ns > AGILE_CLOCK_SLACK_NS) &&
-	    agile_rate_validate(&s->limiter, &slot_config[dest], now_ns,
-	                        NULL) < 0) {
+	    agile_rate_validate(&s->limiter, &d->config, now_ns, NULL) < 0) {
 		repair(dest, s);
 		now_ns = agile__now_ns();
 	}
@@ -636,7 +629,10 @@ void agile__destinations_atfork_child(void)
 	agile__hosts_fallback_atfork_child();
 	/* The mapping is inherited; the child is a new live process of every
 	 * shared destination its parent had attached. */
-	for (int i = 0; i < AGILE_RULES_MAX; i++)
-		if (agile__dest_slots[i] != NULL && slot_shared[i])
-			agile_state_slot_attach_pid(agile__dest_slots[i], pid);
+	for (int i = 0; i < AGILE_RULES_MAX; i++) {
+		const struct agile_destination *d = &agile__destination[i];
+
+		if (d->slot != NULL && d->shared)
+			agile_state_slot_attach_pid(d->slot, pid);
+	}
 }

@@ -79,9 +79,33 @@ static inline int agile__destinations_pace(int dest)
 	return (int)agile__dest_rule[dest].pace;
 }
 
-/* Each destination's slot once attached (published with a release store),
- * and the attaching itself (under a lock, once per destination). */
-extern struct agile_state_slot *agile__dest_slots[AGILE_RULES_MAX];
+/*
+ * One destination in this process (a destination is a rule, by index):
+ * its slot once attached, and what checking its limiter needs.  All but
+ * the atomics are written under destinations.c's attach_lock before the
+ * slot is published with a release store, and only read after.
+ */
+struct agile_destination {
+	/* The slot holding its limiter; NULL until attached. */
+	struct agile_state_slot *slot;
+	/* The slot is in the state file (not this process's own). */
+	int shared;
+	/* The configuration its limiter is checked against, and the bucket's
+	 * bounds worked out from it for the check before each grant. */
+	struct agile_resolved config;
+	struct agile_bucket_bounds bounds;
+	/* A stricter configuration's slot of the same name
+	 * (agile_state_stricter), and when it was last looked for: atomics,
+	 * written by whichever thread takes a grant when a look is due. */
+	struct agile_state_slot *stricter;
+	int64_t stricter_checked_ns;
+	/* This process has said that the slot was damaged (an atomic): once
+	 * is enough on stderr, later repairs only at AGILE_LOG=info. */
+	int damage_reported;
+};
+extern struct agile_destination agile__destination[AGILE_RULES_MAX];
+
+/* Attach destination `dest` to its slot (under attach_lock, once). */
 struct agile_state_slot *agile__destinations_attach(int dest);
 
 /* The slot holding destination `dest`'s limiter, attaching on first use.
@@ -90,8 +114,8 @@ struct agile_state_slot *agile__destinations_attach(int dest);
  * first, one load. */
 static inline struct agile_state_slot *agile__destinations_slot(int dest)
 {
-	struct agile_state_slot *s = __atomic_load_n(&agile__dest_slots[dest],
-	                                             __ATOMIC_ACQUIRE);
+	struct agile_state_slot *s =
+		__atomic_load_n(&agile__destination[dest].slot, __ATOMIC_ACQUIRE);
 
 	return s != NULL ? s : agile__destinations_attach(dest);
 }

@@ -28,12 +28,18 @@
 #include "process.h"
 #include "resilience_hook.h"
 
-/* One table per rule, created at its first connect; the lock serialises
- * the calls on it (the table is not synchronised) and is held for
- * microseconds, never while a caller waits. */
-static struct agile_keyed *tables[AGILE_RULES_MAX];
-static struct agile_keyed_stats published[AGILE_RULES_MAX];
+/* One rule's keys: its table, created at its first connect, and the
+ * counts last published to its slot. */
+struct keyed_dest {
+	struct agile_keyed *table;
+	struct agile_keyed_stats published;
+};
+
+/* keys_lock serialises the calls on every table (a table is not
+ * synchronised) and guards keyed_dests; held for microseconds, never while
+ * a caller waits. */
 static pthread_mutex_t keys_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct keyed_dest keyed_dests[AGILE_RULES_MAX];
 
 /* Held across fork() (forklist.c lists every lock in its order). */
 void agile__keys_atfork_prepare(void)
@@ -52,8 +58,8 @@ static struct agile_keyed *table_for(int dest,
 {
 	struct agile_keyed_config kc;
 
-	if (tables[dest] != NULL)
-		return tables[dest];
+	if (keyed_dests[dest].table != NULL)
+		return keyed_dests[dest].table;
 	agile_keyed_config_init(&kc);
 	kc.rate_per_s = c->key_rate;
 	if (c->keys > 0)
@@ -61,18 +67,18 @@ static struct agile_keyed *table_for(int dest,
 	if (getrandom(kc.hash_key, sizeof(kc.hash_key), GRND_NONBLOCK) !=
 	    (ssize_t)sizeof(kc.hash_key))
 		kc.hash_key[0] = (uint64_t)now;
-	if (agile_keyed_create(&kc, now, &tables[dest]) < 0)
-		tables[dest] = NULL;
-	return tables[dest];
+	if (agile_keyed_create(&kc, now, &keyed_dests[dest].table) < 0)
+		keyed_dests[dest].table = NULL;
+	return keyed_dests[dest].table;
 }
 
 /* Add what this process's table did since the last call to the slot. */
 static void publish(int dest, struct agile_state_resilience *z)
 {
 	struct agile_keyed_stats st;
-	struct agile_keyed_stats *old = &published[dest];
+	struct agile_keyed_stats *old = &keyed_dests[dest].published;
 
-	agile_keyed_stats(tables[dest], &st);
+	agile_keyed_stats(keyed_dests[dest].table, &st);
 	agile__add_u64(&z->key_idle_evictions,
 	               st.idle_evictions - old->idle_evictions);
 	agile__add_u64(&z->key_capacity_evictions,
