@@ -514,20 +514,18 @@ static int64_t or_default_ns(int64_t value, int64_t fallback)
  * The whole walk.  `r` receives a complete resolved config even when
  * max_rate is unusable (resolve then discards it); `rep` may be NULL.
  */
-static void resolve_into(const struct agile_config *c, enum agile_kind kind,
-                         struct agile_resolved *r, struct report *rep)
+/* Pass 1 of resolve_into for the enumerations and the SLO, which the
+ * others need: the preset and the anchor as they will run (an unknown one
+ * reported and replaced), and the SLO in *slo. */
+static void resolve_enums(const struct agile_config *c,
+                          struct agile_resolved *r, struct report *rep,
+                          enum agile_preset *preset_out,
+                          enum agile_anchor *anchor_out, int64_t *slo)
 {
 	enum agile_preset preset = c->preset;
 	enum agile_anchor anchor = c->anchor;
 	bool max_ok = c->max_rate > 0 && isfinite(c->max_rate);
-	bool anchor_from_preset;
-	struct preset_row row;
-	int64_t slo;
 
-	memset(r, 0, sizeof *r);
-	r->kind = (uint32_t)kind;
-
-	/* Pass 1 for the enumerations and the SLO, which the others need. */
 	if ((unsigned)preset >= AGILE_PRESET_COUNT) {
 		problem(rep, "preset",
 		        "preset (%d) is not a known preset; it would run as none.",
@@ -545,8 +543,8 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		        isfinite(c->max_rate) ? "" : "a finite number ");
 	}
 	resolve_rates(c, max_ok, r, rep);
-	slo = count_field(rep, "slo_ns", c->slo_ns,
-	                  "there is no SLO and the tail guard is off");
+	*slo = count_field(rep, "slo_ns", c->slo_ns,
+	                   "there is no SLO and the tail guard is off");
 	/* The law is not resolved (a concurrency limiter reads it as written)
 	 * but an unknown one is reported: both limiters refuse it. */
 	if ((unsigned)c->law >= AGILE_LAW_COUNT)
@@ -560,8 +558,15 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		        "one.", (int)anchor);
 		anchor = AGILE_ANCHOR_UNSET;
 	}
+	*preset_out = preset;
+	*anchor_out = anchor;
+}
 
-	/* Pass 1 for the rest, in the order of struct agile_config. */
+/* Pass 1 for the rest, in the order of struct agile_config: the tail
+ * guard, the tick counts, the half-lives and the tick. */
+static void resolve_guard(const struct agile_config *c,
+                          struct agile_resolved *r, struct report *rep)
+{
 	r->tail_factor = real_field(rep, "tail_factor", c->tail_factor,
 	                            default_real(AGILE_DEFAULT_TAIL_FACTOR).text);
 	r->tail_tolerance = real_field(rep, "tail_tolerance", c->tail_tolerance,
@@ -590,6 +595,12 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 	r->tick_ns = tick_field(rep, c->tick_ns);
 	r->target_inflation = real_field(rep, "target_inflation",
 	                                 c->target_inflation, "the preset decides");
+}
+
+/* Pass 1, continued: the steps, the gains and the deadband. */
+static void resolve_steps(const struct agile_config *c,
+                          struct agile_resolved *r, struct report *rep)
+{
 	r->up_step = real_field(rep, "up_step", c->up_step,
 	                        default_real(AGILE_DEFAULT_UP_STEP).text);
 	r->up_step = step_below_one(
@@ -630,6 +641,12 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		        "to %s.", shown, fallback);
 		r->deadband = 0;
 	}
+}
+
+/* Pass 1, continued: the recover ramp and the matrix rules. */
+static void resolve_rules(const struct agile_config *c,
+                          struct agile_resolved *r, struct report *rep)
+{
 	r->recover_ramp = real_field(rep, "recover_ramp", c->recover_ramp,
 	                             "the recover ramp stays off");
 	r->delivered_share = real_field(rep, "delivered_share",
@@ -681,9 +698,18 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		        "preset would decide instead.", shown);
 		r->goodput_cut = 0;
 	}
+}
 
-	/* Pass 3: the preset fills what is still unset, then the anchor is
-	 * checked against the SLO it needs. */
+/* Pass 3: the preset fills what is still unset, then the anchor is checked
+ * against the SLO it needs; the anchor as it will run. */
+static enum agile_anchor apply_preset(struct agile_resolved *r,
+                                      struct report *rep,
+                                      enum agile_preset preset,
+                                      enum agile_anchor anchor, int64_t slo)
+{
+	bool anchor_from_preset;
+	struct preset_row row;
+
 	row = preset_row(preset, slo > 0);
 	anchor_from_preset = anchor == AGILE_ANCHOR_UNSET;
 	if (anchor_from_preset)
@@ -725,10 +751,14 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 		r->backoff_ticks = anchor == AGILE_ANCHOR_SLO ? 2 : 1;
 	if (r->recover_ticks == 0)
 		r->recover_ticks = anchor == AGILE_ANCHOR_SLO ? 2 : 1;
+	return anchor;
+}
 
-	/* Pass 4: plain defaults.  recover_ramp and tail_tolerance stay 0, which
-	 * means "off" and "quantile guard", and so do the three matrix rules
-	 * when the preset left them unset. */
+/* Pass 4: plain defaults.  recover_ramp and tail_tolerance stay 0, which
+ * means "off" and "quantile guard", and so do the three matrix rules when
+ * the preset left them unset. */
+static void apply_defaults(struct agile_resolved *r)
+{
 	r->tail_factor = or_default(r->tail_factor, AGILE_DEFAULT_TAIL_FACTOR);
 	r->target_inflation = or_default(r->target_inflation,
 	                                 AGILE_DEFAULT_TARGET_INFLATION);
@@ -745,7 +775,23 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 	r->slow_start_gain = or_default(r->slow_start_gain,
 	                                AGILE_DEFAULT_SLOW_START_GAIN);
 	r->deadband = or_default(r->deadband, AGILE_DEFAULT_DEADBAND);
+}
 
+static void resolve_into(const struct agile_config *c, enum agile_kind kind,
+                         struct agile_resolved *r, struct report *rep)
+{
+	enum agile_preset preset;
+	enum agile_anchor anchor;
+	int64_t slo;
+
+	memset(r, 0, sizeof *r);
+	r->kind = (uint32_t)kind;
+	resolve_enums(c, r, rep, &preset, &anchor, &slo);
+	resolve_guard(c, r, rep);
+	resolve_steps(c, r, rep);
+	resolve_rules(c, r, rep);
+	anchor = apply_preset(r, rep, preset, anchor, slo);
+	apply_defaults(r);
 	r->preset = (uint32_t)preset;
 	r->anchor = (uint32_t)anchor;
 	r->slo_ns = slo;
