@@ -39,15 +39,26 @@ note "strict: $(head -n 1 "$tmp/err")"
 out=$(AGILE_DEST_BAD="127.0.0.1:$port max=100 flor=3" preloaded sh -c 'echo main ran' 2>/dev/null)
 [ "$out" = "main ran" ] || fail "without AGILE_STRICT a bad setting must not stop the program"
 
-# The library exports its hooks and one entry of its own, agile_pacer_run,
-# which agilerun --seccomp calls in its pacer process (pacer.h); nothing
-# else of it can collide with a name of the host program's.
+# The library exports its hooks and nothing else, so that nothing of it can
+# collide with a name of the host program's: not the seccomp pacer either,
+# which is a library of its own (libagilepacer.so, pacer.h) that exports
+# its entry alone.
 if command -v nm >/dev/null 2>&1; then
-	nm -D --defined-only "$PRELOAD" | awk '$2 ~ /^[TWDBV]$/ {print $3}' |
+	# The library itself, not $PRELOAD, which an ASan build prefixes
+	# with the sanitizer's runtime.
+	library=$builddir/preload/.libs/libagilepreload.so
+	nm -D --defined-only "$library" | awk '$2 ~ /^[TWDBV]$/ {print $3}' |
 		sed 's/@.*//' | sort >"$tmp/exports"
-	extra=$(grep -v -x -E 'connect|send|sendto|sendmsg|sendmmsg|write|writev|sendfile|sendfile64|splice|recv|recvfrom|recvmsg|recvmmsg|read|readv|__read_chk|__recv_chk|__recvfrom_chk|close|close_range|closefrom|shutdown|dup|dup2|dup3|fcntl|fcntl64|getsockopt|fdopen|fclose|syscall|vfork|clone|socket|accept|accept4|getaddrinfo|gethostbyname|dlopen|agile_pacer_run' "$tmp/exports" || true)
+	extra=$(grep -v -x -E 'connect|send|sendto|sendmsg|sendmmsg|write|writev|sendfile|sendfile64|splice|recv|recvfrom|recvmsg|recvmmsg|read|readv|__read_chk|__recv_chk|__recvfrom_chk|close|close_range|closefrom|shutdown|dup|dup2|dup3|fcntl|fcntl64|getsockopt|fdopen|fclose|syscall|vfork|clone|socket|accept|accept4|getaddrinfo|gethostbyname|dlopen|SSL_write|SSL_write_ex|SSL_read|SSL_read_ex|SSL_peek|SSL_peek_ex|SSL_connect|SSL_do_handshake|gnutls_record_send|gnutls_record_recv' "$tmp/exports" || true)
 	[ -z "$extra" ] || fail "exports beyond the hooks: $extra"
-	note "exports: $(wc -l <"$tmp/exports" | tr -d ' '): the hooks and agile_pacer_run, nothing else"
+	note "exports: $(wc -l <"$tmp/exports" | tr -d ' '): the hooks, nothing else"
+	pacer=$builddir/preload/.libs/libagilepacer.so
+	[ -f "$pacer" ] || fail "no $pacer beside the preload"
+	pacer_exports=$(nm -D --defined-only "$pacer" |
+		awk '$2 ~ /^[TWDBV]$/ {print $3}' | sed 's/@.*//' | tr '\n' ' ')
+	[ "$pacer_exports" = "agile_pacer_run " ] ||
+		fail "libagilepacer.so exports '$pacer_exports', not agile_pacer_run alone"
+	note "pacer exports: $pacer_exports"
 fi
 
 # A matched request still works and shows up, so the checks above were not
