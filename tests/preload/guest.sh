@@ -49,7 +49,7 @@ if command -v nm >/dev/null 2>&1; then
 	library=$builddir/preload/.libs/libagilepreload.so
 	nm -D --defined-only "$library" | awk '$2 ~ /^[TWDBV]$/ {print $3}' |
 		sed 's/@.*//' | sort >"$tmp/exports"
-	extra=$(grep -v -x -E 'connect|send|sendto|sendmsg|sendmmsg|write|writev|sendfile|sendfile64|splice|recv|recvfrom|recvmsg|recvmmsg|read|readv|__read_chk|__recv_chk|__recvfrom_chk|close|close_range|closefrom|shutdown|dup|dup2|dup3|fcntl|fcntl64|getsockopt|fdopen|fclose|syscall|vfork|clone|socket|accept|accept4|getaddrinfo|gethostbyname|dlopen|SSL_write|SSL_write_ex|SSL_read|SSL_read_ex|SSL_peek|SSL_peek_ex|SSL_connect|SSL_do_handshake|gnutls_record_send|gnutls_record_recv' "$tmp/exports" || true)
+	extra=$(grep -v -x -E 'connect|send|sendto|sendmsg|sendmmsg|write|writev|sendfile|sendfile64|splice|recv|recvfrom|recvmsg|recvmmsg|read|readv|__read_chk|__recv_chk|__recvfrom_chk|close|close_range|closefrom|shutdown|dup|dup2|dup3|fcntl|fcntl64|getsockopt|fdopen|fclose|syscall|vfork|clone|socket|accept|accept4|getaddrinfo|gethostbyname|dlopen|SSL_write|SSL_write_ex|SSL_read|SSL_read_ex|SSL_peek|SSL_peek_ex|SSL_connect|SSL_do_handshake|gnutls_record_send|gnutls_record_recv|gnutls_handshake' "$tmp/exports" || true)
 	[ -z "$extra" ] || fail "exports beyond the hooks: $extra"
 	note "exports: $(wc -l <"$tmp/exports" | tr -d ' '): the hooks, nothing else"
 	pacer=$builddir/preload/.libs/libagilepacer.so
