@@ -21,6 +21,7 @@ int main(void)
 	srunner_add_suite(runner, resilience_suite());
 	srunner_add_suite(runner, breaker_suite());
 	srunner_add_suite(runner, keyed_suite());
+	srunner_add_suite(runner, clients_suite());
 	srunner_add_suite(runner, validate_suite());
 	srunner_run_all(runner, CK_NORMAL);
 	int failed = srunner_ntests_failed(runner);

@@ -19,6 +19,7 @@ Suite *adaptx_suite(void);
 Suite *resilience_suite(void);
 Suite *breaker_suite(void);
 Suite *keyed_suite(void);
+Suite *clients_suite(void);
 Suite *validate_suite(void);
 
 #endif
