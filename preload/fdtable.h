@@ -165,6 +165,9 @@ struct agile_fd {
 	                             (enum agile_inbound_recv) */
 	uint8_t inbound_drain;    /* 1: answered and shut: drain before the
 	                             close */
+	uint8_t client_len;       /* client_rate=: bytes of client */
+	uint8_t client[17];       /* the peer as client_prefix= names it
+	                             (clients_hook.c) */
 };
 
 extern struct agile_fd *agile__fd_table;

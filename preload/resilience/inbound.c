@@ -220,6 +220,12 @@ static int32_t read_cpu(int64_t now)
 	return (int32_t)(use * 1000);
 }
 
+/* The status a shed is answered with, 0 for none (shed_response=). */
+static int shed_status(const struct agile_resilience_config *c)
+{
+	return c->shed_response == AGILE_SHED_HTTP ? (int)c->shed_status : 0;
+}
+
 static const char *reason(int status)
 {
 	switch (status) {
@@ -232,21 +238,31 @@ static const char *reason(int status)
 	}
 }
 
-/* Turn a connection away: answer it if asked to, then close it. */
-static void shed(int fd, const struct agile_resilience_config *c, int64_t now)
+/* The minimal answer of `status` into head[0, size): its length.  A
+ * Retry-After of retry_ns, in whole seconds rounded up, when it is > 0. */
+static int answer(char *head, size_t size, int status, int64_t retry_ns,
+                  bool close)
 {
-	if (c->shed_response == AGILE_SHED_HTTP) {
-		char head[256];
-		int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
-		                 "Content-Length: 0\r\nConnection: close\r\n",
-		                 (int)c->shed_status, reason(c->shed_status));
+	int n = snprintf(head, size, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n%s",
+	                 status, reason(status),
+	                 close ? "Connection: close\r\n" : "");
 
-		if (c->retry_after_ns > 0)
-			n += snprintf(head + n, sizeof(head) - (size_t)n,
-			              "Retry-After: %lld\r\n", (long long)
-			              ((c->retry_after_ns + AGILE_NS_PER_S - 1) /
-			               AGILE_NS_PER_S));
-		n += snprintf(head + n, sizeof(head) - (size_t)n, "\r\n");
+	if (retry_ns > 0)
+		n += snprintf(head + n, size - (size_t)n, "Retry-After: %lld\r\n",
+		              (long long)((retry_ns + AGILE_NS_PER_S - 1) /
+		                          AGILE_NS_PER_S));
+	n += snprintf(head + n, size - (size_t)n, "\r\n");
+	return n;
+}
+
+/* Turn a connection away: answer it with `status` (0: not at all), a
+ * Retry-After of retry_ns when > 0, then close it. */
+static void shed(int fd, int status, int64_t retry_ns, int64_t now)
+{
+	if (status > 0) {
+		char head[256];
+		int n = answer(head, sizeof(head), status, retry_ns, true);
+
 		(void)agile__libc.send(fd, head, (size_t)n,
 		                       MSG_DONTWAIT | MSG_NOSIGNAL);
 		/* Say "that was all", and close later (see above). */
@@ -255,6 +271,16 @@ static void shed(int fd, const struct agile_resilience_config *c, int64_t now)
 		return;
 	}
 	agile__libc.close(fd);
+}
+
+/* A shed=cpu call admitted at accept that will have no outcome. */
+static void fail_shedder(struct agile_state_resilience *z)
+{
+	struct agile_shedder_ticket ticket = { .open = 1 };
+
+	agile__shlock(&z->shed_lock);
+	agile_shedder_fail(&z->shedder, &ticket);
+	agile__shunlock(&z->shed_lock);
 }
 
 int agile__inbound_accepted(int listen_fd, int fd)
@@ -266,6 +292,9 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	struct agile_state_slot *s;
 	struct agile_fd *t;
 	bool shed_open = false, per_request;
+	uint8_t client[17];
+	size_t client_len = 0;
+	int64_t retry = 0;
 	int saved = errno;
 	int32_t permit;
 	int64_t now;
@@ -294,7 +323,7 @@ int agile__inbound_accepted(int listen_fd, int fd)
 		if (!shed_open) {
 			agile__add_u64(&z->shed, 1);
 			agile__add_u64(&z->shed_cpu, 1);
-			shed(fd, c, now);
+			shed(fd, shed_status(c), c->retry_after_ns, now);
 			agile__leave();
 			errno = saved;
 			return -1;
@@ -302,6 +331,28 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	}
 	if (linger_count > 0)
 		linger(-1, now);
+	if (c->client_rate > 0) {
+		struct sockaddr_storage peer;
+		socklen_t plen = sizeof(peer);
+
+		client_len = getpeername(fd, (struct sockaddr *)&peer,
+		                         &plen) == 0
+		             ? agile__clients_address(c, (struct sockaddr *)&peer,
+		                                      plen, client) : 0;
+		/* Without proto=http the client's connections are what its
+		 * bucket counts. */
+		if (c->proto != AGILE_PROTO_HTTP && client_len > 0 &&
+		    !agile__clients_admit(z, c, client, client_len, now,
+		                          &retry)) {
+			if (shed_open)
+				fail_shedder(z);
+			shed(fd, c->shed_response == AGILE_SHED_HTTP ? 429 : 0,
+			     retry, now);
+			agile__leave();
+			errno = saved;
+			return -1;
+		}
+	}
 	/* A server killed with connections open left their permits held by
 	 * its pid: they are reclaimed here, or a restarted server would shed
 	 * everything. */
@@ -309,18 +360,13 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	permit = per_request ? 0 : agile__permit_try_reclaiming(z, now);
 	t = permit > 0 || per_request ? agile__fd_entry(fd) : NULL;
 	if (t == NULL) {
-		if (shed_open) {
-			struct agile_shedder_ticket ticket = { .open = 1 };
-
-			agile__shlock(&z->shed_lock);
-			agile_shedder_fail(&z->shedder, &ticket);
-			agile__shunlock(&z->shed_lock);
-		}
+		if (shed_open)
+			fail_shedder(z);
 		if (permit > 0) {
 			agile__permit_release(z, permit, 0);
 		} else if (!per_request) {
 			agile__add_u64(&z->shed, 1);
-			shed(fd, c, now);
+			shed(fd, shed_status(c), c->retry_after_ns, now);
 			agile__leave();
 			errno = saved;
 			return -1;
@@ -346,6 +392,8 @@ int agile__inbound_accepted(int listen_fd, int fd)
 	t->inbound_head = 0;
 	t->inbound_shed = AGILE_INBOUND_KEEP;
 	t->inbound_drain = 0;
+	t->client_len = (uint8_t)client_len;
+	memcpy(t->client, client, client_len);
 	__atomic_store_n(&t->tracked, 1, __ATOMIC_RELEASE);
 	agile__add_u64(&s->connects, 1);
 	agile__leave();
@@ -367,9 +415,8 @@ static int fd_of(const struct agile_fd *t)
  * close", the write side is shut and the program reads an end of file
  * (what is left of the request is drained at its close, so that no reset
  * destroys the answer unread). */
-static void shed_request(struct agile_fd *t,
-                         const struct agile_resilience_config *c,
-                         const char *p, size_t n, ssize_t result)
+static void shed_request(struct agile_fd *t, const char *p, size_t n,
+                         ssize_t result, int status, int64_t retry_ns)
 {
 	struct agile_http_frame f;
 	int fd = fd_of(t);
@@ -379,20 +426,10 @@ static void shed_request(struct agile_fd *t,
 	ssize_t sent = -1;
 
 	agile__http_frame(p, n, false, &f);
-	keep = c->shed_response == AGILE_SHED_HTTP && f.head_len > 0 &&
-	       !f.close && f.body >= 0 && (size_t)result == n &&
-	       f.head_len + (size_t)f.body == n;
-	if (c->shed_response == AGILE_SHED_HTTP) {
-		len = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\n"
-		               "Content-Length: 0\r\n%s", (int)c->shed_status,
-		               reason(c->shed_status),
-		               keep ? "" : "Connection: close\r\n");
-		if (c->retry_after_ns > 0)
-			len += snprintf(head + len, sizeof(head) - (size_t)len,
-			                "Retry-After: %lld\r\n", (long long)
-			                ((c->retry_after_ns + AGILE_NS_PER_S - 1) /
-			                 AGILE_NS_PER_S));
-		len += snprintf(head + len, sizeof(head) - (size_t)len, "\r\n");
+	keep = status > 0 && f.head_len > 0 && !f.close && f.body >= 0 &&
+	       (size_t)result == n && f.head_len + (size_t)f.body == n;
+	if (status > 0) {
+		len = answer(head, sizeof(head), status, retry_ns, !keep);
 		sent = agile__libc.send(fd, head, (size_t)len,
 		                        MSG_DONTWAIT | MSG_NOSIGNAL);
 		/* An answer the socket could not take whole ends the
@@ -408,10 +445,10 @@ static void shed_request(struct agile_fd *t,
 	                 __ATOMIC_RELEASE);
 }
 
-/* proto=http: the request whose first bytes p[0, n) were just read takes a
- * permit, unless the connection still holds one for a response not yet
- * complete (a pipelined request rides on it).  False: refused, and
- * answered. */
+/* proto=http: the request whose first bytes p[0, n) were just read asks
+ * its client's bucket (client_rate=), then takes a permit, unless the
+ * connection still holds one for a response not yet complete (a
+ * pipelined request rides on it).  False: refused, and answered. */
 static bool admit_request(struct agile_fd *t,
                           const struct agile_resilience_config *c,
                           const char *p, size_t n, ssize_t result)
@@ -423,11 +460,36 @@ static bool admit_request(struct agile_fd *t,
 
 	agile__http_frame(p, n, false, &f);
 	__atomic_store_n(&t->inbound_head, f.head_method, __ATOMIC_RELEASE);
-	if (__atomic_load_n(&t->permit, __ATOMIC_ACQUIRE) != 0)
-		return true;
 	agile__enter();
 	s = agile__destinations_slot(t->dest);
 	now = agile__now_ns();
+	if (c->client_rate > 0) {
+		const void *key = t->client;
+		size_t key_len = t->client_len;
+		int64_t retry;
+
+		if (c->client_header[0] != '\0') {
+			size_t vlen;
+			const char *v = agile__http_header(p, n, c->client_header,
+			                                   &vlen);
+
+			if (v != NULL && vlen > 0) {
+				key = v;
+				key_len = vlen;
+			}
+		}
+		if (key_len > 0 &&
+		    !agile__clients_admit(&s->resilience, c, key, key_len, now,
+		                          &retry)) {
+			shed_request(t, p, n, result, 429, retry);
+			agile__leave();
+			return false;
+		}
+	}
+	if (__atomic_load_n(&t->permit, __ATOMIC_ACQUIRE) != 0) {
+		agile__leave();
+		return true;
+	}
 	permit = agile__permit_try_reclaiming(&s->resilience, now);
 	if (permit > 0) {
 		t->permit_tid = agile__thread_id();
@@ -437,7 +499,7 @@ static bool admit_request(struct agile_fd *t,
 		return true;
 	}
 	agile__add_u64(&s->resilience.shed, 1);
-	shed_request(t, c, p, n, result);
+	shed_request(t, p, n, result, shed_status(c), c->retry_after_ns);
 	agile__leave();
 	return false;
 }

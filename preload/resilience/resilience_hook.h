@@ -200,6 +200,27 @@ struct agile_http_frame {
 };
 void agile__http_frame(const void *data, size_t len, bool response,
                        struct agile_http_frame *f);
+/* The value of header `name` (case aside) in the head that starts p[0,
+ * len), its length in *vlen; NULL when the head does not hold it whole. */
+const char *agile__http_header(const void *data, size_t len, const char *name,
+                               size_t *vlen);
+
+/* ---- clients_hook.c ------------------------------------------------------ */
+
+/* A listener's client_rate=: whether the client named by key[0, len) (its
+ * masked address, or a header's value) may make a request at now_ns, from
+ * the slot's shared table; refused, *retry_ns is when its next token
+ * comes.  Sets the table up at its first use. */
+bool agile__clients_admit(struct agile_state_resilience *z,
+                          const struct agile_resilience_config *c,
+                          const void *key, size_t len, int64_t now_ns,
+                          int64_t *retry_ns);
+/* The bytes that name the peer at `addr` under client_prefix= into out
+ * (at most 17: the family, then the masked address); their count, 0 for
+ * an address of another family. */
+size_t agile__clients_address(const struct agile_resilience_config *c,
+                              const struct sockaddr *addr, socklen_t len,
+                              uint8_t out[17]);
 /* Whether data[0, len) is one or more whole HTTP/1.x interim responses
  * (a 1xx status other than 101, headers through the blank line) and
  * nothing else: "HTTP/1.1 100 Continue\r\n\r\n" as a client reads it

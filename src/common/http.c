@@ -586,3 +586,13 @@ void agile__http_frame(const void *data, size_t len, bool response,
 	}
 	f->body = response ? AGILE_HTTP_TO_CLOSE : 0;
 }
+
+const char *agile__http_header(const void *data, size_t len, const char *name,
+                               size_t *vlen)
+{
+	const char *p = data;
+
+	if (p == NULL)
+		return NULL;
+	return header_value(p, header_end(p, len), name, vlen);
+}

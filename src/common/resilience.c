@@ -76,6 +76,8 @@ static uint32_t features_of(const struct agile_resilience_config *c)
 		f |= AGILE_FEATURE_INBOUND;
 	if (c->shed_cpu)
 		f |= AGILE_FEATURE_SHED_CPU;
+	if (c->client_rate > 0)
+		f |= AGILE_FEATURE_CLIENTS;
 	return f;
 }
 
@@ -125,6 +127,18 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 		return rc;
 	if (c->shed_cpu_permille > 0 && c->shed_cpu_permille < 1000)
 		z->shedder.shed.cpu = c->shed_cpu_permille;
+	if (c->client_rate > 0) {
+		/* Its hash key is drawn by the first process that uses it
+		 * (clients_hook.c): the core draws nothing. */
+		static const uint64_t undrawn[2] = { 0, 0 };
+
+		rc = agile_clients_init(&z->clients, c->client_rate,
+		                        c->client_burst, c->clients > 0
+		                        ? c->clients : AGILE_CLIENTS_MAX,
+		                        undrawn);
+		if (rc < 0)
+			return rc;
+	}
 	rc = agile_period_quota_init(&z->quota, c->quota, c->quota_period_ns > 0
 	                             ? c->quota_period_ns : 1, c->quota_align);
 	if (rc < 0)

@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "agile.h"
+#include "agile_clients.h"
 #include "agile_laws.h"
 #include "agile_resilience.h"
 
@@ -44,6 +45,8 @@
 #define AGILE_STATE_PERMITS 1024
 /* Stamps a sliding window keeps: the largest window=N. */
 #define AGILE_STATE_WINDOW_MAX 2048
+/* client_key=header:NAME: NAME's room, with its NUL. */
+#define AGILE_CLIENT_HEADER_LEN 48
 /* Paths in exclude=, and the longest one. */
 #define AGILE_EXCLUDE_MAX 8
 #define AGILE_EXCLUDE_LEN 48
@@ -113,6 +116,16 @@ struct agile_resilience_config {
 	int32_t shed_status;         /* HTTP status sent to a shed connection */
 	uint32_t pad2;
 	int64_t retry_after_ns;      /* 0: no Retry-After header */
+	/* client_rate=R[,burst=B], client_prefix=, client_key=, clients=
+	 * (listeners: one bucket per client, agile_clients.h) */
+	double client_rate;          /* per client per second; 0 off */
+	double client_burst;         /* 0: the rate (never under one) */
+	int32_t client_prefix;       /* address bits naming a client, IPv6
+	                                as is and IPv4 at most 32; 0: 64 */
+	uint32_t clients;            /* keys held at most; 0:
+	                                AGILE_CLIENTS_MAX */
+	char client_header[AGILE_CLIENT_HEADER_LEN]; /* client_key=header:
+	                                NAME; "" keys by the address */
 };
 
 /* The default acquire_timeout: adaptx's suggested drain bound, long enough
@@ -140,6 +153,7 @@ uint64_t agile_resilience_hash(const struct agile_resilience_config *c,
 #define AGILE_FEATURE_KEYS 0x040
 #define AGILE_FEATURE_INBOUND 0x080
 #define AGILE_FEATURE_SHED_CPU 0x100
+#define AGILE_FEATURE_CLIENTS 0x200
 
 /* A lock word: 0 when free, else the holder's pid. */
 struct agile_state_lock {
@@ -158,13 +172,16 @@ struct agile_state_lock {
  *      256    64   http: paused_until, pauses, cache hits, excluded, 5xx
  *      320    64   connect: retries, timeouts; keys: refused, idle and
  *                  capacity evictions, held
- *      384    64   inbound: accepted, shed, shed_cpu, lock
+ *      384    64   inbound: accepted, shed, shed_cpu, lock, client
+ *                  table's lock
  *      448  4096   permit_owner[1024]: pid holding each permit, 0 free
  *     4544  2048   permit_refs[1024]: descriptors of the owner sharing it
  *     6592 16408   window: struct agile_sliding_window and 2048 stamps
  *    23000     -   libagile's struct agile_breaker, struct agile_shedder
  *                  and struct agile_conc_limiter (every adaptive cap,
  *                  outbound and listeners, with the law that moves it;
+ *                  64-byte aligned), then struct agile_client_table (a
+ *                  listener's client_rate= buckets, agile_clients.h,
  *                  64-byte aligned); their sizes are libagile's, and the
  *                  header's resilience_size records the whole region's
  */
@@ -219,7 +236,8 @@ struct agile_state_resilience {
 	uint64_t shed;            /* shed connections, any reason */
 	uint64_t shed_cpu;        /* of those, shed by the CPU shedder */
 	struct agile_state_lock shed_lock;
-	uint64_t pad5[4];
+	struct agile_state_lock clients_lock; /* the client table's */
+	uint64_t pad5[3];
 	/* Tables (448) */
 	int32_t permit_owner[AGILE_STATE_PERMITS];
 	uint16_t permit_refs[AGILE_STATE_PERMITS];
@@ -234,6 +252,9 @@ struct agile_state_resilience {
 	struct agile_breaker breaker;
 	struct agile_shedder shedder;
 	struct agile_conc_limiter core __attribute__((aligned(64)));
+	/* A listener's client_rate= buckets, shared by every worker
+	 * process (agile_clients.h), under clients_lock. */
+	struct agile_client_table clients __attribute__((aligned(64)));
 } __attribute__((aligned(64)));
 
 static inline struct agile_sliding_window *

@@ -202,6 +202,18 @@ static const struct key_spec keys[] = {
 	  "expected close or an HTTP status from 400 to 599 such as 503",
 	  SCOPE_LISTEN },
 	{ "retry_after", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	{ "client_rate", KEY_RESILIENCE, 0,
+	  "expected R[,burst=B]: requests per second per client greater than "
+	  "0, such as 5 or 5,burst=10, with B 1 or more", SCOPE_LISTEN },
+	{ "client_prefix", KEY_RESILIENCE, 0,
+	  "expected the address bits that name one client, from 1 to 128, "
+	  "such as 64 (IPv4 addresses use at most 32)", SCOPE_LISTEN },
+	{ "client_key", KEY_RESILIENCE, 0,
+	  "expected header:NAME, such as header:X-Api-Key, NAME at most 47 "
+	  "characters", SCOPE_LISTEN },
+	{ "clients", KEY_RESILIENCE, 0,
+	  "expected a whole number of clients from 1 to "
+	  AGILE_STRINGIFY(AGILE_CLIENTS_MAX), SCOPE_LISTEN },
 	{ "law", KEY_RESILIENCE, 0, "expected agile, aimd, vegas or gradient",
 	  SCOPE_LISTEN },
 	/* The fleet keys (fleet_config.h; window=N/SPAN,shared is read there
@@ -886,6 +898,36 @@ static bool parse_concurrency(const char *value,
 	return true;
 }
 
+/* The characters of an HTTP field name (RFC 9110's tchar). */
+#define HEADER_NAME_CHARS \
+	"!#$%&'*+-.^_`|~0123456789" \
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+/* client_rate=R[,burst=B]: R > 0 requests a second per client, B >= 1. */
+static bool parse_client_rate(const char *value,
+                              struct agile_resilience_config *c)
+{
+	char rate[32];
+	const char *comma = strchr(value, ',');
+	size_t n = comma != NULL ? (size_t)(comma - value) : strlen(value);
+	double r, burst = 0;
+
+	if (n >= sizeof(rate))
+		return false;
+	memcpy(rate, value, n);
+	rate[n] = '\0';
+	if (parse_decimal(rate, &r) != NUMBER_OK || !(r > 0) || r > 1e9)
+		return false;
+	if (comma != NULL &&
+	    (!agile__name_starts(comma + 1, "burst=") ||
+	     parse_decimal(comma + 7, &burst) != NUMBER_OK || !(burst >= 1) ||
+	     burst > 1e9))
+		return false;
+	c->client_rate = r;
+	c->client_burst = burst;
+	return true;
+}
+
 /*
  * One key of struct agile_resilience_config.  Like every other setting, a
  * value that cannot be read is reported and the key keeps its default; the
@@ -1040,6 +1082,25 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		}
 	} else if (strcmp(name, "retry_after") == 0) {
 		return resilience_duration(r, key, value, &c->retry_after_ns);
+	} else if (strcmp(name, "client_rate") == 0) {
+		ok = parse_client_rate(value, c);
+	} else if (strcmp(name, "client_prefix") == 0) {
+		ok = parse_whole(value, 128, &whole) == NUMBER_OK && whole >= 1;
+		if (ok)
+			c->client_prefix = (int32_t)whole;
+	} else if (strcmp(name, "client_key") == 0) {
+		const char *header = value + strlen("header:");
+
+		ok = agile__name_starts(value, "header:") && *header != '\0' &&
+		     strlen(header) < sizeof(c->client_header) &&
+		     strspn(header, HEADER_NAME_CHARS) == strlen(header);
+		if (ok)
+			memcpy(c->client_header, header, strlen(header) + 1);
+	} else if (strcmp(name, "clients") == 0) {
+		ok = parse_whole(value, AGILE_CLIENTS_MAX, &whole) == NUMBER_OK &&
+		     whole >= 1;
+		if (ok)
+			c->clients = (uint32_t)whole;
 	}
 	if (!ok)
 		report(r, "key \"%s\": \"%.*s\" is not valid; %s", name,
@@ -1121,6 +1182,17 @@ static void check_resilience(struct reporter *r, struct agile_rule *rule)
 	if (c->shed_response == AGILE_SHED_CLOSE && c->retry_after_ns > 0)
 		report(r, "key \"retry_after\" needs an HTTP shed_response; "
 		       "expected shed_response=503 (or another status) as well");
+	if (c->client_rate <= 0 && (c->client_prefix > 0 || c->clients > 0 ||
+	                            c->client_header[0] != '\0'))
+		report(r, "key \"%s\" has no effect without client_rate; "
+		       "expected client_rate=R as well",
+		       c->client_header[0] != '\0' ? "client_key"
+		       : c->client_prefix > 0 ? "client_prefix" : "clients");
+	if (c->client_header[0] != '\0' && c->proto != AGILE_PROTO_HTTP) {
+		report(r, "key \"client_key\" reads a request header; "
+		       "expected proto=http as well");
+		c->client_header[0] = '\0';
+	}
 	if (rule->inbound && rule->config.max_rate > AGILE_STATE_PERMITS) {
 		char shown[RATE_TEXT];
 

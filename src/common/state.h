@@ -77,6 +77,8 @@
  * Version 5 stores the resolved config's five rate bounds (max, min, floor,
  * probe, initial) as doubles, for rates below one request per second: the
  * same offsets, but a version 4 preload would read their bits as integers.
+ * Version 6 appended the client table (a listener's client_rate=) to the
+ * resilience region, and its lock in the inbound block's padding.
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -90,7 +92,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 5
+#define AGILE_STATE_VERSION 6
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

@@ -42,6 +42,10 @@ struct reading {
 	uint64_t connect_retries, connect_timeouts;
 	uint64_t keys_held, key_refused, key_idle, key_capacity;
 	uint64_t accepted, shed, shed_cpu;
+	/* client_rate=: the shared client table (agile_clients.h), read
+	 * without its lock, so the counts may be a moment apart */
+	uint64_t clients_held, clients_bound, client_allowed, client_refused;
+	uint64_t client_idle, client_capacity;
 	struct agile_stats core; /* the adaptive cap's controller */
 };
 
@@ -123,6 +127,13 @@ static void read_region(const struct agile_state_slot *s, struct reading *r)
 	r->accepted = u64(&z->accepted);
 	r->shed = u64(&z->shed);
 	r->shed_cpu = u64(&z->shed_cpu);
+	r->clients_held = __atomic_load_n(&z->clients.count, __ATOMIC_ACQUIRE);
+	r->clients_bound = __atomic_load_n(&z->clients.capacity,
+	                                   __ATOMIC_ACQUIRE);
+	r->client_allowed = u64(&z->clients.allowed);
+	r->client_refused = u64(&z->clients.refused);
+	r->client_idle = u64(&z->clients.idle_evictions);
+	r->client_capacity = u64(&z->clients.capacity_evictions);
 	agile_conc_stats(&z->core, &r->core);
 }
 
@@ -196,6 +207,24 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 		printf("  keys: %llu held  refused %llu  evicted idle %llu, "
 		       "over the bound %llu\n", ULL(r.keys_held),
 		       ULL(r.key_refused), ULL(r.key_idle), ULL(r.key_capacity));
+	if (r.features & AGILE_FEATURE_CLIENTS)
+		printf("  clients: %llu held of %llu  allowed %llu  refused %llu  "
+		       "evicted idle %llu, over the bound %llu\n",
+		       ULL(r.clients_held), ULL(r.clients_bound),
+		       ULL(r.client_allowed), ULL(r.client_refused),
+		       ULL(r.client_idle), ULL(r.client_capacity));
+}
+
+void agilestat_resilience_config(const struct agile_state_slot *s)
+{
+	const struct agile_client_table *t = &s->resilience.clients;
+
+	if (!(__atomic_load_n(&s->resilience.features, __ATOMIC_ACQUIRE) &
+	      AGILE_FEATURE_CLIENTS))
+		return;
+	printf("  client_rate=%g,burst=%g clients=%u (idle after %.3fs)\n",
+	       t->rate_per_s, t->burst, (unsigned)t->capacity,
+	       seconds(t->idle_ns));
 }
 
 void agilestat_resilience_json(const struct agile_state_slot *s)
@@ -257,6 +286,13 @@ void agilestat_resilience_json(const struct agile_state_slot *s)
 		       (long long)r.conc_held, r.core.p50_ns / 1e6,
 		       r.core.p99_ns / 1e6, ULL(r.core.totals.samples),
 		       agile_action_name(r.core.last_action));
+	if (r.features & AGILE_FEATURE_CLIENTS)
+		printf(",\"clients\":{\"held\":%llu,\"bound\":%llu"
+		       ",\"allowed\":%llu,\"refused\":%llu"
+		       ",\"idle_evictions\":%llu,\"capacity_evictions\":%llu}",
+		       ULL(r.clients_held), ULL(r.clients_bound),
+		       ULL(r.client_allowed), ULL(r.client_refused),
+		       ULL(r.client_idle), ULL(r.client_capacity));
 }
 
 /* One Prometheus family: the feature it belongs to and how to read it, a
@@ -295,6 +331,10 @@ COUNTER(key_idle, r->key_idle)
 COUNTER(key_capacity, r->key_capacity)
 COUNTER(accepted, r->accepted)
 COUNTER(shed, r->shed)
+GAUGE(clients_held, r->clients_held)
+COUNTER(client_refused, r->client_refused)
+COUNTER(client_idle, r->client_idle)
+COUNTER(client_capacity, r->client_capacity)
 #undef COUNTER
 #undef GAUGE
 
@@ -363,6 +403,18 @@ static const struct family families[] = {
 	  AGILE_FEATURE_INBOUND, NULL, accepted },
 	{ "agile_shed_total",
 	  "Connections a listener shed.", AGILE_FEATURE_INBOUND, NULL, shed },
+	{ "agile_clients",
+	  "Clients of a listener with their own bucket.",
+	  AGILE_FEATURE_CLIENTS, clients_held, NULL },
+	{ "agile_client_refused_total",
+	  "Requests a listener refused over their client's rate.",
+	  AGILE_FEATURE_CLIENTS, NULL, client_refused },
+	{ "agile_client_idle_evictions_total",
+	  "Clients reclaimed after going idle.",
+	  AGILE_FEATURE_CLIENTS, NULL, client_idle },
+	{ "agile_client_capacity_evictions_total",
+	  "Clients evicted by the clients= bound.",
+	  AGILE_FEATURE_CLIENTS, NULL, client_capacity },
 };
 
 void agilestat_resilience_prometheus(const struct agile_state_slot *const *s,

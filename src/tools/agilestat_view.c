@@ -503,5 +503,6 @@ void agilestat_print_config(const struct agilestat_view *v, int n)
 		for (char *line = strtok(buf, "\n"); line != NULL;
 		     line = strtok(NULL, "\n"))
 			printf("  %s\n", line);
+		agilestat_resilience_config(v[i].slot);
 	}
 }

@@ -1831,6 +1831,90 @@ static int parse_listen(const char *value)
 	                          collect, &msgs);
 }
 
+/* client_rate=, client_prefix=, client_key=, clients=: read, bounded,
+ * and each mistake one line naming the variable, the key and what was
+ * expected. */
+#define LISTEN_ONLY_MESSAGE(value, expected)                                  \
+	do {                                                                  \
+		ck_assert_int_eq(parse_listen(value), 1);                     \
+		ck_assert_int_eq(msgs.count, 1);                              \
+		ck_assert_str_eq(msgs.line[0], expected);                     \
+	} while (0)
+
+START_TEST(listen_client_keys)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	ck_assert_int_eq(parse_listen(":80 max=8 proto=http client_rate=5 "
+	                              "client_prefix=56 "
+	                              "client_key=header:X-Api-Key "
+	                              "clients=1000"), 0);
+	ck_assert(c->client_rate == 5);
+	ck_assert(c->client_burst == 0);
+	ck_assert_int_eq(c->client_prefix, 56);
+	ck_assert_str_eq(c->client_header, "X-Api-Key");
+	ck_assert_uint_eq(c->clients, 1000);
+	ck_assert_int_eq(parse_listen(":80 max=8 client_rate=0.5,burst=3"), 0);
+	ck_assert(c->client_rate == 0.5);
+	ck_assert(c->client_burst == 3);
+	ck_assert_int_eq(c->client_prefix, 0);
+	ck_assert_uint_eq(c->clients, 0);
+
+	LISTEN_ONLY_MESSAGE(":80 max=8 client_rate=0",
+	                    "AGILE_LISTEN_WEB: key \"client_rate\": \"0\" is "
+	                    "not valid; expected R[,burst=B]: requests per "
+	                    "second per client greater than 0, such as 5 or "
+	                    "5,burst=10, with B 1 or more");
+	LISTEN_ONLY_MESSAGE(":80 max=8 client_rate=5,burst=0.5",
+	                    "AGILE_LISTEN_WEB: key \"client_rate\": "
+	                    "\"5,burst=0.5\" is not valid; expected "
+	                    "R[,burst=B]: requests per second per client "
+	                    "greater than 0, such as 5 or 5,burst=10, with B 1 "
+	                    "or more");
+	LISTEN_ONLY_MESSAGE(":80 max=8 client_rate=5,bust=2",
+	                    "AGILE_LISTEN_WEB: key \"client_rate\": "
+	                    "\"5,bust=2\" is not valid; expected R[,burst=B]: "
+	                    "requests per second per client greater than 0, "
+	                    "such as 5 or 5,burst=10, with B 1 or more");
+	LISTEN_ONLY_MESSAGE(":80 max=8 client_rate=5 client_prefix=129",
+	                    "AGILE_LISTEN_WEB: key \"client_prefix\": \"129\" "
+	                    "is not valid; expected the address bits that name "
+	                    "one client, from 1 to 128, such as 64 (IPv4 "
+	                    "addresses use at most 32)");
+	LISTEN_ONLY_MESSAGE(":80 max=8 proto=http client_rate=5 "
+	                    "client_key=cookie:id",
+	                    "AGILE_LISTEN_WEB: key \"client_key\": \"cookie:id\" "
+	                    "is not valid; expected header:NAME, such as "
+	                    "header:X-Api-Key, NAME at most 47 characters");
+	LISTEN_ONLY_MESSAGE(":80 max=8 proto=http client_rate=5 "
+	                    "client_key=header:X(Key)",
+	                    "AGILE_LISTEN_WEB: key \"client_key\": "
+	                    "\"header:X(Key)\" is not valid; expected "
+	                    "header:NAME, such as header:X-Api-Key, NAME at "
+	                    "most 47 characters");
+	LISTEN_ONLY_MESSAGE(":80 max=8 client_rate=5 clients=1025",
+	                    "AGILE_LISTEN_WEB: key \"clients\": \"1025\" is not "
+	                    "valid; expected a whole number of clients from 1 "
+	                    "to 1024");
+	LISTEN_ONLY_MESSAGE(":80 max=8 clients=10",
+	                    "AGILE_LISTEN_WEB: key \"clients\" has no effect "
+	                    "without client_rate; expected client_rate=R as "
+	                    "well");
+	LISTEN_ONLY_MESSAGE(":80 max=8 client_rate=5 client_key=header:X-Id",
+	                    "AGILE_LISTEN_WEB: key \"client_key\" reads a "
+	                    "request header; expected proto=http as well");
+	ck_assert_str_eq(c->client_header, "");
+	/* A destination has no clients. */
+	memset(&msgs, 0, sizeof(msgs));
+	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_API", "api",
+	                                  "127.0.0.1:80 max=5 client_rate=5",
+	                                  &rule, collect, &msgs), 1);
+	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_API: key \"client_rate\" "
+	                 "applies to AGILE_LISTEN_ variables only; it is "
+	                 "ignored here");
+}
+END_TEST
+
 /* A listener is matched by the address its listening socket is bound to
  * (agile_rules_match_listen only looks at address rules), so a host name
  * or a unix: path was accepted and then never matched: the server ran
@@ -2142,6 +2226,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(resilience, listen_rules);
 	tcase_add_test(resilience, listen_law);
 	tcase_add_test(resilience, listen_address_forms);
+	tcase_add_test(resilience, listen_client_keys);
 	tcase_add_test(resilience, listen_shed_values);
 	suite_add_tcase(s, resilience);
 	return s;

@@ -40,7 +40,7 @@ static int failures;
 
 int main(void)
 {
-	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 5);
+	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 6);
 	EXPECT("magic length", strlen(AGILE_STATE_MAGIC), 8);
 
 	EXPECT("sizeof header", sizeof(struct agile_state_header), 256);
@@ -134,6 +134,7 @@ int main(void)
 	OFF(agile_state_resilience, shed, 392);
 	OFF(agile_state_resilience, shed_cpu, 400);
 	OFF(agile_state_resilience, shed_lock, 408);
+	OFF(agile_state_resilience, clients_lock, 416);
 	OFF(agile_state_resilience, permit_owner, 448);
 	SIZE(agile_state_resilience, permit_owner, 4096);
 	OFF(agile_state_resilience, permit_refs, 4544);
@@ -146,6 +147,40 @@ int main(void)
 	       23000 + sizeof(struct agile_breaker));
 	EXPECT("core limiter 64-byte aligned",
 	       offsetof(struct agile_state_resilience, core) % 64, 0);
+	EXPECT("client table after the core limiter, 64-byte aligned",
+	       offsetof(struct agile_state_resilience, clients),
+	       (offsetof(struct agile_state_resilience, core) +
+	        sizeof(struct agile_conc_limiter) + 63) / 64 * 64);
+	/* The client table (agile_clients.h), relative to its start. */
+	EXPECT("sizeof client table", sizeof(struct agile_client_table), 45200);
+	OFF(agile_client_table, rate_per_s, 0);
+	OFF(agile_client_table, burst, 8);
+	OFF(agile_client_table, interval_ns, 16);
+	OFF(agile_client_table, tolerance_ns, 24);
+	OFF(agile_client_table, idle_ns, 32);
+	OFF(agile_client_table, hash_key, 40);
+	OFF(agile_client_table, capacity, 56);
+	OFF(agile_client_table, count, 60);
+	OFF(agile_client_table, newest, 64);
+	OFF(agile_client_table, oldest, 68);
+	OFF(agile_client_table, unused, 72);
+	OFF(agile_client_table, free_list, 76);
+	OFF(agile_client_table, allowed, 80);
+	OFF(agile_client_table, refused, 88);
+	OFF(agile_client_table, idle_evictions, 96);
+	OFF(agile_client_table, capacity_evictions, 104);
+	OFF(agile_client_table, resets, 112);
+	OFF(agile_client_table, heads, 144);
+	OFF(agile_client_table, entries, 4240);
+	EXPECT("sizeof client entry", sizeof(struct agile_client_entry), 40);
+	OFF(agile_client_entry, key, 0);
+	OFF(agile_client_entry, tat_ns, 8);
+	OFF(agile_client_entry, seen_ns, 16);
+	OFF(agile_client_entry, older, 24);
+	OFF(agile_client_entry, newer, 28);
+	OFF(agile_client_entry, chain, 32);
+	OFF(agile_client_entry, used, 36);
+	EXPECT("clients per table", AGILE_CLIENTS_MAX, 1024);
 	EXPECT("region size multiple of 64",
 	       sizeof(struct agile_state_resilience) % 64, 0);
 	EXPECT("permits", AGILE_STATE_PERMITS, 1024);

@@ -1,0 +1,120 @@
+/*
+ * clients_hook.c - client_rate=R[,burst=B] on a listener: one token bucket
+ * per client, in the slot's table of the state file (agile_clients.h), so
+ * every worker process of the server (nginx's, a pre-forked Python's)
+ * spends the same client's tokens.  A client is its peer address, cut to
+ * client_prefix= bits (64 by default: an IPv6 /64, an IPv4 address whole),
+ * or with proto=http and client_key=header:NAME the value of that request
+ * header (the address when a request has none).
+ *
+ * The table is bounded by clients= (at most AGILE_CLIENTS_MAX): idle keys
+ * go after twice their refill window, and beyond the bound the least
+ * recently seen one is displaced; agilestat shows both counts apart.  The
+ * first process to use it draws the hash key that defends it against
+ * chosen collisions; the lock (a pid word, shlock.h) is held for one
+ * lookup.
+ *
+ * Refused with proto=http, a request is answered 429 with the Retry-After
+ * of its bucket's next token, in whole seconds rounded up (inbound.c);
+ * without it the connection is shed at accept.
+ */
+#include "config.h"
+
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "clock.h"
+#include "resilience_hook.h"
+#include "shlock.h"
+
+/* The prefix of client_prefix=0 (unset). */
+#define CLIENT_PREFIX_DEFAULT 64
+
+/* The slot's initialisation set the table up (resilience.c) with no hash
+ * key yet: the first process to use it draws one, before any key is
+ * hashed.  A table another process garbled into "not set up" is set up
+ * again. */
+static void set_up(struct agile_client_table *t,
+                   const struct agile_resilience_config *c, int64_t now)
+{
+	uint64_t key[2] = { 0, 0 };
+
+	if (getrandom(key, sizeof(key), GRND_NONBLOCK) != (ssize_t)sizeof(key)) {
+		key[0] = (uint64_t)now;
+		key[1] = (uint64_t)getpid();
+	}
+	if (t->capacity == 0) {
+		/* The rules parser bounded every setting: init cannot
+		 * refuse them. */
+		(void)agile_clients_init(t, c->client_rate, c->client_burst,
+		                         c->clients > 0 ? c->clients
+		                                        : AGILE_CLIENTS_MAX,
+		                         key);
+	} else {
+		t->hash_key[0] = key[0];
+		t->hash_key[1] = key[1] | 1; /* never both zero again */
+	}
+}
+
+bool agile__clients_admit(struct agile_state_resilience *z,
+                          const struct agile_resilience_config *c,
+                          const void *key, size_t len, int64_t now_ns,
+                          int64_t *retry_ns)
+{
+	struct agile_client_table *t = &z->clients;
+	bool allowed;
+
+	agile__shlock(&z->clients_lock);
+	if (t->capacity == 0 || (t->hash_key[0] == 0 && t->hash_key[1] == 0))
+		set_up(t, c, now_ns);
+	allowed = agile_clients_allow(t, agile_clients_key(t, key, len), now_ns,
+	                              retry_ns);
+	agile__shunlock(&z->clients_lock);
+	return allowed;
+}
+
+/* The first `bits` bits of src[0, n) into dst, the rest zero. */
+static void masked(uint8_t *dst, const uint8_t *src, size_t n, int bits)
+{
+	for (size_t i = 0; i < n; i++) {
+		int keep = bits - (int)i * 8;
+
+		dst[i] = keep >= 8 ? src[i] : keep <= 0 ? 0
+		         : (uint8_t)(src[i] & (0xff << (8 - keep)));
+	}
+}
+
+size_t agile__clients_address(const struct agile_resilience_config *c,
+                              const struct sockaddr *addr, socklen_t len,
+                              uint8_t out[17])
+{
+	int bits = c->client_prefix > 0 ? c->client_prefix
+	                                : CLIENT_PREFIX_DEFAULT;
+
+	if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)addr;
+
+		out[0] = 4;
+		masked(out + 1, (const uint8_t *)&in->sin_addr, 4,
+		       bits < 32 ? bits : 32);
+		return 5;
+	}
+	if (addr->sa_family == AF_INET6 &&
+	    len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)addr;
+
+		/* An IPv4 client of a dual-stack listener is that IPv4
+		 * address. */
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			out[0] = 4;
+			masked(out + 1, in6->sin6_addr.s6_addr + 12, 4,
+			       bits < 32 ? bits : 32);
+			return 5;
+		}
+		out[0] = 6;
+		masked(out + 1, in6->sin6_addr.s6_addr, 16, bits);
+		return 17;
+	}
+	return 0;
+}
