@@ -44,9 +44,12 @@
  * paced.  Its requests are timed the other way round from a client's: the
  * first read returning data starts a request, the first write after it ends
  * it, and that handling time is the sample the limiter runs on.  With
- * proto=http, a request to an exclude= path is no sample, and a 5xx written
- * faster than the SLO (any 5xx without an SLO) is recorded as unreachable:
- * a server failing fast is not a fast server.  A connection closed with a
+ * proto=http, a request to an exclude= path, an OPTIONS (a CORS
+ * preflight), a response with a status in ignore= or marked a cache hit
+ * (cache_hit=, X-Cache and Age by default) are no samples; a status in
+ * overload= (429 and 503 by default) or unreachable= is recorded as
+ * unreachable, and so is any other 5xx written faster than the SLO (any
+ * 5xx without an SLO): a server failing fast is not a fast server.  A connection closed with a
  * request unanswered is a truncated observation.
  *
  * The CPU reading.  Once per 100 ms at most, a process compares its CPU time
@@ -528,8 +531,14 @@ void agile__inbound_after_recv(struct agile_fd *t, ssize_t result,
 	}
 	__atomic_store_n(&t->request_start_ns, agile__now_ns(),
 	                 __ATOMIC_RELEASE);
-	if (c->proto == AGILE_PROTO_HTTP)
+	if (c->proto == AGILE_PROTO_HTTP) {
 		agile__http_request(t, c, data, n);
+		/* A CORS preflight is answered from the headers alone: its
+		 * handling time says nothing of the server's work. */
+		if (n >= 8 && memcmp(data, "OPTIONS ", 8) == 0)
+			__atomic_fetch_or(&t->flags, AGILE_FD_EXCLUDED,
+			                  __ATOMIC_ACQ_REL);
+	}
 }
 
 /* proto=http: give the request's permit back, its response complete. */
@@ -665,6 +674,24 @@ void agile__inbound_after_send(struct agile_fd *t, ssize_t result,
 		                 result, true);
 	if (flags & AGILE_FD_EXCLUDED) {
 		agile__add_u64(&s->resilience.http_excluded, 1);
+	} else if (c->proto == AGILE_PROTO_HTTP &&
+	           agile__http_in_list(c, AGILE_STATUS_IGNORE, status)) {
+		agile__add_u64(&s->resilience.http_ignored, 1);
+	} else if (c->proto == AGILE_PROTO_HTTP &&
+	           !agile__http_in_list(c, AGILE_STATUS_OVERLOAD, status) &&
+	           !agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, status) &&
+	           agile__http_cache_hit(c, data, len < (size_t)result
+	                                          ? len : (size_t)result)) {
+		/* Answered from a cache: not the work being protected. */
+		agile__add_u64(&s->resilience.http_cache_hits, 1);
+	} else if (c->proto == AGILE_PROTO_HTTP &&
+	           (agile__http_in_list(c, AGILE_STATUS_OVERLOAD, status) ||
+	            agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, status))) {
+		/* The server turned the request away, or could not reach what
+		 * it needed: whatever it took, no handling time of the work. */
+		agile__add_u64(&s->unreachable, 1);
+		agile__conc_outcome(&s->resilience, AGILE_OUTCOME_UNREACHABLE, 0,
+		                    now);
 	} else if (status >= 500 &&
 	           (agile_conc_config(&s->resilience.core)->slo_ns <= 0 ||
 	            took < agile_conc_config(&s->resilience.core)->slo_ns)) {

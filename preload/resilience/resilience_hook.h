@@ -140,10 +140,12 @@ void agile__http_request(struct agile_fd *t,
  * 503 with Retry-After also pauses the destination's bucket.  now_ns is the
  * preload's clock (clock.h), unix_ns the wall clock, which an HTTP-date
  * Retry-After is measured against. */
-/* The verdict on a response's status (HTTP/1 or HTTP/2): 429 and 503
- * refused, pausing the bucket for retry_after[0, retry_len) when it is a
- * Retry-After, another 5xx failed, the rest a sample. */
+/* The verdict on a response's status (HTTP/1 or HTTP/2) by the rule's
+ * lists: overload= (429 and 503 by default) refused, pausing the bucket
+ * for retry_after[0, retry_len) when it is a Retry-After; unreachable=
+ * refused; ignore= skipped; another 5xx failed, the rest a sample. */
 enum agile_http_verdict agile__http_status_verdict(struct agile_state_slot *s,
+                                                   const struct agile_resilience_config *c,
                                                    int status,
                                                    const char *retry_after,
                                                    size_t retry_len,
@@ -155,6 +157,7 @@ enum agile_http_verdict agile__http_status_verdict(struct agile_state_slot *s,
  * DEADLINE_EXCEEDED truncated; then :status as above, a cache hit skipped. */
 struct agile_h2_fields;
 enum agile_http_verdict agile__http_h2_verdict(struct agile_state_slot *s,
+                                               const struct agile_resilience_config *c,
                                                const struct agile_h2_fields *f,
                                                int64_t now_ns,
                                                int64_t unix_ns);
@@ -164,6 +167,7 @@ bool agile__http_path_excluded(const struct agile_resilience_config *c,
                                const char *path, size_t len);
 
 enum agile_http_verdict agile__http_response(struct agile_fd *t,
+                                             const struct agile_resilience_config *c,
                                              struct agile_state_slot *s,
                                              const void *data, size_t len,
                                              int64_t now_ns, int64_t unix_ns);
@@ -180,6 +184,11 @@ int64_t agile__http_retry_after_ns(const char *v, size_t n, int64_t unix_ns);
 /* The status code of a response's first bytes, or 0 when they are not an
  * HTTP/1.x status line. */
 int agile__http_status(const void *data, size_t len);
+
+/* Whether the response head that starts p[0, len) says it is a cache hit
+ * by the rule's cache_hit= headers (X-Cache and Age by default). */
+bool agile__http_cache_hit(const struct agile_resilience_config *c,
+                           const void *data, size_t len);
 
 /* The framing of an HTTP/1 message whose head starts p[0, len)
  * (agile__http_frame): what a listener with proto=http needs to know when

@@ -217,8 +217,9 @@ static void h2_ended(struct agile_fd *t, int64_t rtt_ns, int64_t now,
 		agile__add_u64(&s->resilience.http_excluded, 1);
 		verdict = AGILE_HTTP_SKIP;
 	} else if (answered && fields != NULL) {
-		verdict = agile__http_h2_verdict(s, fields, now,
-		                                 agile__unix_ns());
+		verdict = agile__http_h2_verdict(s,
+		                                 &agile__destinations_rule(t->dest)->resilience,
+		                                 fields, now, agile__unix_ns());
 	}
 	record_verdict(t, s, verdict, rtt_ns, now);
 	agile__destinations_tick(t->dest, s, now);
@@ -561,9 +562,11 @@ static void answered(struct agile_fd *t, struct agile_state_slot *s,
 {
 	enum agile_http_verdict verdict = AGILE_HTTP_SAMPLE;
 
-	if (agile__destinations_rule(t->dest)->resilience.proto ==
-	    AGILE_PROTO_HTTP)
-		verdict = agile__http_response(t, s, data, len, now,
+	const struct agile_resilience_config *c =
+		&agile__destinations_rule(t->dest)->resilience;
+
+	if (c->proto == AGILE_PROTO_HTTP)
+		verdict = agile__http_response(t, c, s, data, len, now,
 		                               agile__unix_ns());
 	record_verdict(t, s, verdict, rtt, now);
 }

@@ -12,19 +12,26 @@
  * an ordinary sample.  Nothing is buffered or copied.
  *
  * Outbound verdicts (agile__http_response):
- *   429 or 503   the downstream turned the work away: recorded as
- *                unreachable, never as a fast sample; with a Retry-After
- *                of N seconds the destination's bucket is paused N seconds
- *                (its next grant is planned no earlier), across every
- *                process sharing it; with an HTTP-date, until that time of
- *                the wall clock (agile__http_retry_after_ns).
+ *   overload=    (429 and 503 by default) the downstream turned the work
+ *                away: recorded as unreachable, never as a fast sample;
+ *                with a Retry-After of N seconds the destination's bucket
+ *                is paused N seconds (its next grant is planned no
+ *                earlier), across every process sharing it; with an
+ *                HTTP-date, until that time of the wall clock
+ *                (agile__http_retry_after_ns).
+ *   unreachable= (none by default) the downstream was not reached (a
+ *                proxy's 502, say): unreachable, no pause.
+ *   ignore=      (none by default) answered, but not a sample (a 202 that
+ *                only says "queued", a 404).
  *   other 5xx    a sample, and a failure for breaker=sre.
- *   cache hit    X-Cache: HIT (or any value containing HIT), or an Age
- *                header above 0: the response did not come from the
- *                downstream's work, so it is not a sample.
+ *   cache hit    cache_hit= names the headers (X-Cache and Age by
+ *                default): a value holding HIT, or an Age above 0, says
+ *                the response did not come from the downstream's work, so
+ *                it is not a sample.
  *   excluded     a request whose path is in exclude= (itself, or below it,
  *                or with a query) is not a sample.
- * Inbound (inbound.c) uses agile__http_status and agile__http_request.
+ * Inbound (inbound.c) uses agile__http_status, agile__http_request, the
+ * lists (agile__http_in_list) and agile__http_cache_hit.
  *
  * Whatever proto= says, track.c asks agile__http_interim whether a read
  * that would end a request holds only interim (1xx) responses, which
@@ -415,7 +422,56 @@ static void pause_bucket(struct agile_state_slot *s, int64_t until_ns)
 		;
 }
 
+bool agile__http_in_list(const struct agile_resilience_config *c,
+                         enum agile_status_list list, int status)
+{
+	unsigned bit = (unsigned)status - 100;
+
+	if (status < 100 || status > 599)
+		return false;
+	if (c == NULL || !(c->status_lists & (1u << list)))
+		return list == AGILE_STATUS_OVERLOAD &&
+		       (status == 429 || status == 503);
+	return (c->status_list[list][bit / 64] >> (bit % 64)) & 1;
+}
+
+/* Whether header `name`'s value v[0, n) marks a cache hit: Age above 0,
+ * any other holding "hit" in any case (X-Cache: HIT, TCP_HIT, hit from
+ * cloudfront). */
+static bool hit_value(const char *name, const char *v, size_t n)
+{
+	if (strcasecmp(name, "Age") == 0)
+		return seconds_value(v, n) > 0;
+	for (size_t i = 0; i + 3 <= n; i++)
+		if (strncasecmp(v + i, "HIT", 3) == 0)
+			return true;
+	return false;
+}
+
+bool agile__http_cache_hit(const struct agile_resilience_config *c,
+                           const void *data, size_t len)
+{
+	static const char *const defaults[] = { "X-Cache", "Age" };
+	const char *p = data;
+	size_t head, count, vlen;
+
+	if (p == NULL)
+		return false;
+	head = header_end(p, len);
+	count = c != NULL && c->cache_hit_count > 0 ? c->cache_hit_count : 2;
+	for (size_t i = 0; i < count; i++) {
+		const char *name = c != NULL && c->cache_hit_count > 0
+		                   ? c->cache_hit[i] : defaults[i];
+		const char *v = header_value(p, head, name, &vlen);
+
+		if (v != NULL && hit_value(name, v, vlen))
+			return true;
+	}
+	return false;
+}
+
 enum agile_http_verdict agile__http_response(struct agile_fd *t,
+                                             const struct agile_resilience_config *c,
                                              struct agile_state_slot *s,
                                              const void *data, size_t len,
                                              int64_t now_ns, int64_t unix_ns)
@@ -426,7 +482,7 @@ enum agile_http_verdict agile__http_response(struct agile_fd *t,
 	                                   __ATOMIC_ACQ_REL);
 	int status = agile__http_status(data, len);
 	size_t head, vlen = 0;
-	const char *v;
+	const char *v = NULL;
 
 	if (flags & AGILE_FD_EXCLUDED) {
 		agile__add_u64(&z->http_excluded, 1);
@@ -434,36 +490,28 @@ enum agile_http_verdict agile__http_response(struct agile_fd *t,
 	}
 	if (status == 0)
 		return AGILE_HTTP_SAMPLE;
-	head = header_end(data, len);
-	if (status == 429 || status == 503) {
+	if (agile__http_in_list(c, AGILE_STATUS_OVERLOAD, status)) {
+		head = header_end(data, len);
 		v = header_value(data, head, "Retry-After", &vlen);
-		return agile__http_status_verdict(s, status, v, vlen, now_ns,
-		                                  unix_ns);
-	}
-	v = header_value(data, head, "X-Cache", &vlen);
-	if (v != NULL && vlen >= 3) {
-		for (size_t i = 0; i + 3 <= vlen; i++)
-			if (strncasecmp(v + i, "HIT", 3) == 0) {
-				agile__add_u64(&z->http_cache_hits, 1);
-				return AGILE_HTTP_SKIP;
-			}
-	}
-	v = header_value(data, head, "Age", &vlen);
-	if (seconds_value(v, vlen) > 0) {
+	} else if (!agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, status) &&
+	           !agile__http_in_list(c, AGILE_STATUS_IGNORE, status) &&
+	           agile__http_cache_hit(c, data, len)) {
 		agile__add_u64(&z->http_cache_hits, 1);
 		return AGILE_HTTP_SKIP;
 	}
-	return agile__http_status_verdict(s, status, NULL, 0, now_ns, unix_ns);
+	return agile__http_status_verdict(s, c, status, v, vlen, now_ns,
+	                                  unix_ns);
 }
 
 enum agile_http_verdict agile__http_status_verdict(struct agile_state_slot *s,
+                                                   const struct agile_resilience_config *c,
                                                    int status,
                                                    const char *retry_after,
                                                    size_t retry_len,
                                                    int64_t now_ns,
                                                    int64_t unix_ns)
 {
-	if (status == 429 || status == 503) {
+	if (agile__http_in_list(c, AGILE_STATUS_OVERLOAD, status)) {
 		int64_t pause_ns = agile__http_retry_after_ns(retry_after,
 		                                              retry_len,
 		                                              unix_ns);
@@ -474,6 +522,12 @@ enum agile_http_verdict agile__http_status_verdict(struct agile_state_slot *s,
 		}
 		return AGILE_HTTP_REFUSED;
 	}
+	if (agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, status))
+		return AGILE_HTTP_REFUSED;
+	if (agile__http_in_list(c, AGILE_STATUS_IGNORE, status)) {
+		agile__add_u64(&s->resilience.http_ignored, 1);
+		return AGILE_HTTP_SKIP;
+	}
 	return status >= 500 ? AGILE_HTTP_FAILED : AGILE_HTTP_SAMPLE;
 }
 
@@ -483,6 +537,7 @@ enum agile_http_verdict agile__http_status_verdict(struct agile_state_slot *s,
 #define GRPC_UNAVAILABLE 14
 
 enum agile_http_verdict agile__http_h2_verdict(struct agile_state_slot *s,
+                                               const struct agile_resilience_config *c,
                                                const struct agile_h2_fields *f,
                                                int64_t now_ns,
                                                int64_t unix_ns)
@@ -498,15 +553,20 @@ enum agile_http_verdict agile__http_h2_verdict(struct agile_state_slot *s,
 	default:
 		break;
 	}
-	if (f->status == 429 || f->status == 503)
-		return agile__http_status_verdict(s, f->status, f->retry_after,
+	if (agile__http_in_list(c, AGILE_STATUS_OVERLOAD, f->status))
+		return agile__http_status_verdict(s, c, f->status,
+		                                  f->retry_after,
 		                                  f->retry_after_len, now_ns,
 		                                  unix_ns);
-	if (f->cache_hit) {
+	/* HPACK's reader marks X-Cache and Age only (h2hpack.h): cache_hit=
+	 * names other headers on HTTP/1.x. */
+	if (f->cache_hit &&
+	    !agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, f->status) &&
+	    !agile__http_in_list(c, AGILE_STATUS_IGNORE, f->status)) {
 		agile__add_u64(&s->resilience.http_cache_hits, 1);
 		return AGILE_HTTP_SKIP;
 	}
-	return agile__http_status_verdict(s, f->status, NULL, 0, now_ns,
+	return agile__http_status_verdict(s, c, f->status, NULL, 0, now_ns,
 	                                  unix_ns);
 }
 

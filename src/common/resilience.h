@@ -45,6 +45,19 @@
 #define AGILE_STATE_PERMITS 1024
 /* Stamps a sliding window keeps: the largest window=N. */
 #define AGILE_STATE_WINDOW_MAX 2048
+/* proto=http's status lists (overload=, unreachable=, ignore=): which
+ * list, and a bit per status from 100 to 599.  overload's default is 429
+ * and 503; the others' is none. */
+enum agile_status_list {
+	AGILE_STATUS_OVERLOAD = 0,
+	AGILE_STATUS_UNREACHABLE,
+	AGILE_STATUS_IGNORE,
+	AGILE_STATUS_LISTS
+};
+#define AGILE_STATUS_WORDS 8
+/* cache_hit=: at most this many header names, each shorter than LEN. */
+#define AGILE_CACHE_HIT_MAX 4
+#define AGILE_CACHE_HIT_LEN 32
 /* client_key=header:NAME: NAME's room, with its NUL. */
 #define AGILE_CLIENT_HEADER_LEN 48
 /* Paths in exclude=, and the longest one. */
@@ -126,7 +139,19 @@ struct agile_resilience_config {
 	                                AGILE_CLIENTS_MAX */
 	char client_header[AGILE_CLIENT_HEADER_LEN]; /* client_key=header:
 	                                NAME; "" keys by the address */
+	/* proto=http's verdicts: overload=, unreachable=, ignore= (status
+	 * lists, a bit per status from 100 to 599) and cache_hit= */
+	uint32_t status_lists;        /* AGILE_STATUS_LIST_* given; a list
+	                                 not given is its default */
+	uint32_t cache_hit_count;     /* cache_hit= names; 0: X-Cache, Age */
+	uint64_t status_list[AGILE_STATUS_LISTS][AGILE_STATUS_WORDS];
+	char cache_hit[AGILE_CACHE_HIT_MAX][AGILE_CACHE_HIT_LEN];
 };
+
+/* Whether `status` is in the rule's list (its default when the rule
+ * gives none; c NULL: every default).  In http.c. */
+bool agile__http_in_list(const struct agile_resilience_config *c,
+                         enum agile_status_list list, int status);
 
 /* The default acquire_timeout: adaptx's suggested drain bound, long enough
  * for any request, short enough that a leaked permit is noticed. */
@@ -169,7 +194,8 @@ struct agile_state_lock {
  *       64    64   breaker: lock, allowed, refused, failures, passes
  *      128    64   quota: lock, refused, waited, struct agile_period_quota
  *      192    64   window: lock, refused, waited
- *      256    64   http: paused_until, pauses, cache hits, excluded, 5xx
+ *      256    64   http: paused_until, pauses, cache hits, excluded, 5xx,
+ *                  ignored
  *      320    64   connect: retries, timeouts; keys: refused, idle and
  *                  capacity evictions, held
  *      384    64   inbound: accepted, shed, shed_cpu, lock, client
@@ -220,9 +246,11 @@ struct agile_state_resilience {
 	int64_t paused_until_ns;  /* monotonic; the bucket waits until then */
 	uint64_t http_pauses;     /* 429/503 responses with a Retry-After */
 	uint64_t http_cache_hits; /* responses kept out of the signal */
-	uint64_t http_excluded;   /* requests to excluded paths */
+	uint64_t http_excluded;   /* requests to excluded paths, and a
+	                             listener's OPTIONS (CORS preflights) */
 	uint64_t http_5xx;        /* inbound: fast 5xx recorded unreachable */
-	uint64_t pad3[3];
+	uint64_t http_ignored;    /* responses with a status in ignore= */
+	uint64_t pad3[2];
 	/* Connect and keys (320) */
 	uint64_t connect_retries;
 	uint64_t connect_timeouts;

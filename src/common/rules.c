@@ -61,6 +61,10 @@ static void format_rate(char out[RATE_TEXT], double rate)
  * a host name nor a Unix path can name one. */
 #define LISTEN_EXPECTED \
 	"expected :PORT, IPv4:PORT, [IPv6]:PORT or CIDR:PORT, such as :8080"
+/* overload=, unreachable=, ignore=: HTTP statuses. */
+#define STATUS_LIST_EXPECTED \
+	"expected none or a comma-separated list of HTTP statuses from 100 " \
+	"to 599 such as 502,504"
 #define DURATION_EXPECTED "expected a duration such as 250us, 200ms or 1.5s"
 #define RATE_FORMS \
 	"requests per second such as 5 or 0.5, or a count per period such as " \
@@ -202,6 +206,14 @@ static const struct key_spec keys[] = {
 	  "expected close or an HTTP status from 400 to 599 such as 503",
 	  SCOPE_LISTEN },
 	{ "retry_after", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	{ "overload", KEY_RESILIENCE, 0, STATUS_LIST_EXPECTED " (429,503 by "
+	  "default)", SCOPE_BOTH },
+	{ "unreachable", KEY_RESILIENCE, 0, STATUS_LIST_EXPECTED, SCOPE_BOTH },
+	{ "ignore", KEY_RESILIENCE, 0, STATUS_LIST_EXPECTED, SCOPE_BOTH },
+	{ "cache_hit", KEY_RESILIENCE, 0,
+	  "expected a comma-separated list of at most "
+	  AGILE_STRINGIFY(AGILE_CACHE_HIT_MAX) " header names such as "
+	  "X-Cache,CF-Cache-Status, each at most 31 characters", SCOPE_BOTH },
 	{ "client_rate", KEY_RESILIENCE, 0,
 	  "expected R[,burst=B]: requests per second per client greater than "
 	  "0, such as 5 or 5,burst=10, with B 1 or more", SCOPE_LISTEN },
@@ -903,6 +915,64 @@ static bool parse_concurrency(const char *value,
 	"!#$%&'*+-.^_`|~0123456789" \
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
+/* overload=, unreachable=, ignore=: "none" or statuses from 100 to 599;
+ * the list is given (its default no longer applies) only when all of it
+ * reads. */
+static bool parse_status_list(const char *value,
+                              struct agile_resilience_config *c,
+                              enum agile_status_list list)
+{
+	uint64_t bits[AGILE_STATUS_WORDS] = { 0 };
+	const char *p = value;
+
+	if (!agile__name_is(value, "none")) {
+		for (;;) {
+			int status = 0, digits = 0;
+
+			while (*p >= '0' && *p <= '9' && digits < 4) {
+				status = status * 10 + (*p++ - '0');
+				digits++;
+			}
+			if (digits != 3 || status < 100 || status > 599 ||
+			    (*p != ',' && *p != '\0'))
+				return false;
+			bits[(status - 100) / 64] |= UINT64_C(1)
+			                             << ((status - 100) % 64);
+			if (*p++ == '\0')
+				break;
+		}
+	}
+	memcpy(c->status_list[list], bits, sizeof(bits));
+	c->status_lists |= 1u << list;
+	return true;
+}
+
+/* cache_hit=NAME[,NAME]...: header names (RFC 9110's tchar). */
+static bool parse_cache_hit(const char *value,
+                            struct agile_resilience_config *c)
+{
+	char names[AGILE_CACHE_HIT_MAX][AGILE_CACHE_HIT_LEN];
+	uint32_t count = 0;
+	const char *p = value;
+
+	for (;;) {
+		size_t n = strcspn(p, ",");
+
+		if (n == 0 || n >= AGILE_CACHE_HIT_LEN ||
+		    count == AGILE_CACHE_HIT_MAX ||
+		    strspn(p, HEADER_NAME_CHARS) < n)
+			return false;
+		memcpy(names[count], p, n);
+		names[count++][n] = '\0';
+		if (p[n] == '\0')
+			break;
+		p += n + 1;
+	}
+	memcpy(c->cache_hit, names, sizeof(names));
+	c->cache_hit_count = count;
+	return true;
+}
+
 /* client_rate=R[,burst=B]: R > 0 requests a second per client, B >= 1. */
 static bool parse_client_rate(const char *value,
                               struct agile_resilience_config *c)
@@ -1082,6 +1152,14 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		}
 	} else if (strcmp(name, "retry_after") == 0) {
 		return resilience_duration(r, key, value, &c->retry_after_ns);
+	} else if (strcmp(name, "overload") == 0) {
+		ok = parse_status_list(value, c, AGILE_STATUS_OVERLOAD);
+	} else if (strcmp(name, "unreachable") == 0) {
+		ok = parse_status_list(value, c, AGILE_STATUS_UNREACHABLE);
+	} else if (strcmp(name, "ignore") == 0) {
+		ok = parse_status_list(value, c, AGILE_STATUS_IGNORE);
+	} else if (strcmp(name, "cache_hit") == 0) {
+		ok = parse_cache_hit(value, c);
 	} else if (strcmp(name, "client_rate") == 0) {
 		ok = parse_client_rate(value, c);
 	} else if (strcmp(name, "client_prefix") == 0) {
@@ -1151,6 +1229,67 @@ static void check_whole_bounds(struct reporter *r, struct agile_rule *rule)
 	}
 }
 
+static bool status_in(const struct agile_resilience_config *c, int list,
+                      int status)
+{
+	unsigned bit = (unsigned)status - 100;
+
+	return (c->status_list[list][bit / 64] >> (bit % 64)) & 1;
+}
+
+static void status_set(struct agile_resilience_config *c, int list,
+                       int status, bool on)
+{
+	unsigned bit = (unsigned)status - 100;
+	uint64_t mask = UINT64_C(1) << (bit % 64);
+
+	if (on)
+		c->status_list[list][bit / 64] |= mask;
+	else
+		c->status_list[list][bit / 64] &= ~mask;
+}
+
+/* The verdict keys: only with proto=http, and each status in one list.  A
+ * status that unreachable= or ignore= names leaves overload's default
+ * list (429 and 503), which is only a default. */
+static void check_verdicts(struct reporter *r,
+                           struct agile_resilience_config *c)
+{
+	static const char *const names[AGILE_STATUS_LISTS] = {
+		"overload", "unreachable", "ignore"
+	};
+
+	for (int a = 0; a < AGILE_STATUS_LISTS; a++)
+		if ((c->status_lists & (1u << a)) && c->proto != AGILE_PROTO_HTTP)
+			report(r, "key \"%s\" has no effect without proto=http; "
+			       "expected proto=http as well", names[a]);
+	if (!(c->status_lists & (1u << AGILE_STATUS_OVERLOAD)) &&
+	    (c->status_lists & ~(1u << AGILE_STATUS_OVERLOAD))) {
+		static const int defaults[] = { 429, 503 };
+
+		for (size_t i = 0; i < 2; i++)
+			status_set(c, AGILE_STATUS_OVERLOAD, defaults[i],
+			           !status_in(c, AGILE_STATUS_UNREACHABLE,
+			                      defaults[i]) &&
+			           !status_in(c, AGILE_STATUS_IGNORE,
+			                      defaults[i]));
+		c->status_lists |= 1u << AGILE_STATUS_OVERLOAD;
+	}
+	for (int a = 0; a < AGILE_STATUS_LISTS; a++)
+		for (int b = a + 1; b < AGILE_STATUS_LISTS; b++)
+			for (int status = 100; status < 600; status++)
+				if (status_in(c, a, status) &&
+				    status_in(c, b, status)) {
+					report(r, "key \"%s\": %d is also in %s; "
+					       "expected each status in one list",
+					       names[b], status, names[a]);
+					status_set(c, b, status, false);
+				}
+	if (c->cache_hit_count > 0 && c->proto != AGILE_PROTO_HTTP)
+		report(r, "key \"cache_hit\" has no effect without proto=http; "
+		       "expected proto=http as well");
+}
+
 /*
  * What the resilience keys say together, checked once every key is read:
  * settings that cannot apply to the rule as written are reported (and,
@@ -1179,6 +1318,7 @@ static void check_resilience(struct reporter *r, struct agile_rule *rule)
 	if (c->exclude_count > 0 && c->proto != AGILE_PROTO_HTTP)
 		report(r, "key \"exclude\" has no effect without proto=http; "
 		       "expected proto=http as well");
+	check_verdicts(r, c);
 	if (c->shed_response == AGILE_SHED_CLOSE && c->retry_after_ns > 0)
 		report(r, "key \"retry_after\" needs an HTTP shed_response; "
 		       "expected shed_response=503 (or another status) as well");

@@ -39,6 +39,7 @@ struct reading {
 	uint64_t window_refused, window_waited;
 	int64_t paused_ns;
 	uint64_t http_pauses, http_cache_hits, http_excluded, http_5xx;
+	uint64_t http_ignored;
 	uint64_t connect_retries, connect_timeouts;
 	uint64_t keys_held, key_refused, key_idle, key_capacity;
 	uint64_t accepted, shed, shed_cpu;
@@ -118,6 +119,7 @@ static void read_region(const struct agile_state_slot *s, struct reading *r)
 	r->http_cache_hits = u64(&z->http_cache_hits);
 	r->http_excluded = u64(&z->http_excluded);
 	r->http_5xx = u64(&z->http_5xx);
+	r->http_ignored = u64(&z->http_ignored);
 	r->connect_retries = u64(&z->connect_retries);
 	r->connect_timeouts = u64(&z->connect_timeouts);
 	r->keys_held = u64(&z->keys_held);
@@ -197,9 +199,10 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 		       ULL(r.window_waited));
 	if (r.features & AGILE_FEATURE_HTTP)
 		printf("  http: paused %.1fs  pauses %llu  cache hits %llu  "
-		       "excluded %llu  fast 5xx %llu\n", seconds(r.paused_ns),
-		       ULL(r.http_pauses), ULL(r.http_cache_hits),
-		       ULL(r.http_excluded), ULL(r.http_5xx));
+		       "excluded %llu  ignored %llu  fast 5xx %llu\n",
+		       seconds(r.paused_ns), ULL(r.http_pauses),
+		       ULL(r.http_cache_hits), ULL(r.http_excluded),
+		       ULL(r.http_ignored), ULL(r.http_5xx));
 	if (r.features & AGILE_FEATURE_CONNECT)
 		printf("  connect: retries %llu  timeouts %llu\n",
 		       ULL(r.connect_retries), ULL(r.connect_timeouts));
@@ -265,10 +268,11 @@ void agilestat_resilience_json(const struct agile_state_slot *s)
 		       ULL(r.window_refused), ULL(r.window_waited));
 	if (r.features & AGILE_FEATURE_HTTP)
 		printf(",\"http\":{\"paused_s\":%.3f,\"pauses\":%llu"
-		       ",\"cache_hits\":%llu,\"excluded\":%llu,\"fast_5xx\":%llu}",
+		       ",\"cache_hits\":%llu,\"excluded\":%llu,\"ignored\":%llu"
+		       ",\"fast_5xx\":%llu}",
 		       seconds(r.paused_ns), ULL(r.http_pauses),
 		       ULL(r.http_cache_hits), ULL(r.http_excluded),
-		       ULL(r.http_5xx));
+		       ULL(r.http_ignored), ULL(r.http_5xx));
 	if (r.features & AGILE_FEATURE_CONNECT)
 		printf(",\"connect\":{\"retries\":%llu,\"timeouts\":%llu}",
 		       ULL(r.connect_retries), ULL(r.connect_timeouts));

@@ -198,7 +198,7 @@ START_TEST(response_pauses_until_the_date)
 	memset(&slot, 0, sizeof(slot));
 	slot.limiter.bucket.interval_ns = 10000000;
 	slot.limiter.bucket.last_ns = now_ns;
-	ck_assert_int_eq(agile__http_response(&t, &slot, response,
+	ck_assert_int_eq(agile__http_response(&t, NULL, &slot, response,
 	                                      sizeof(response) - 1, now_ns,
 	                                      WALL_NS),
 	                 AGILE_HTTP_REFUSED);
@@ -212,7 +212,7 @@ START_TEST(response_pauses_until_the_date)
 	memset(&slot, 0, sizeof(slot));
 	slot.limiter.bucket.interval_ns = 10000000;
 	slot.limiter.bucket.last_ns = now_ns;
-	ck_assert_int_eq(agile__http_response(&t, &slot, response,
+	ck_assert_int_eq(agile__http_response(&t, NULL, &slot, response,
 	                                      sizeof(response) - 1, now_ns,
 	                                      EXAMPLE_S * AGILE_NS_PER_S),
 	                 AGILE_HTTP_REFUSED);
@@ -255,6 +255,62 @@ START_TEST(interim_responses_alone)
 	ck_assert(!interim("+OK\r\n"));
 	ck_assert(!agile__http_interim(NULL, 0));
 	ck_assert(!agile__http_interim("HTTP/1.1 100 Continue\r\n\r\n", 0));
+}
+END_TEST
+
+static enum agile_http_verdict verdict(const struct agile_resilience_config *c,
+                                       struct agile_state_slot *slot,
+                                       const char *response)
+{
+	struct agile_fd t;
+
+	memset(&t, 0, sizeof(t));
+	return agile__http_response(&t, c, slot, response, strlen(response),
+	                            AGILE_NS_PER_S, WALL_NS);
+}
+
+/* The rule's lists decide a status's verdict, and cache_hit= which
+ * headers mark a hit: a 502 unreachable, a 202 ignored, a 503 refused by
+ * overload's default, CF-Cache-Status a hit where X-Cache no longer is. */
+START_TEST(verdicts_by_the_rule)
+{
+	static struct agile_state_slot slot;
+	struct agile_resilience_config c;
+
+	memset(&c, 0, sizeof(c));
+	memset(&slot, 0, sizeof(slot));
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 502 Bad Gateway\r\n\r\n"),
+	                 AGILE_HTTP_FAILED);
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 200 OK\r\n"
+	                         "X-Cache: TCP_HIT\r\n\r\n"), AGILE_HTTP_SKIP);
+	c.status_lists = (1u << AGILE_STATUS_UNREACHABLE) |
+	                 (1u << AGILE_STATUS_IGNORE);
+	c.status_list[AGILE_STATUS_UNREACHABLE][(502 - 100) / 64] |=
+		UINT64_C(1) << ((502 - 100) % 64);
+	c.status_list[AGILE_STATUS_IGNORE][(202 - 100) / 64] |=
+		UINT64_C(1) << ((202 - 100) % 64);
+	c.cache_hit_count = 1;
+	strcpy(c.cache_hit[0], "CF-Cache-Status");
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 502 Bad Gateway\r\n\r\n"),
+	                 AGILE_HTTP_REFUSED);
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 202 Accepted\r\n\r\n"),
+	                 AGILE_HTTP_SKIP);
+	ck_assert_uint_eq(slot.resilience.http_ignored, 1);
+	/* overload= not given: its default still holds. */
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 503 Busy\r\n\r\n"),
+	                 AGILE_HTTP_REFUSED);
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 504 Timeout\r\n\r\n"),
+	                 AGILE_HTTP_FAILED);
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 200 OK\r\n"
+	                         "X-Cache: HIT\r\n\r\n"), AGILE_HTTP_SAMPLE);
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 200 OK\r\n"
+	                         "cf-cache-status: hit\r\n\r\n"),
+	                 AGILE_HTTP_SKIP);
+	ck_assert_uint_eq(slot.resilience.http_cache_hits, 2);
+	/* overload=none: a 503 is another 5xx. */
+	c.status_lists |= 1u << AGILE_STATUS_OVERLOAD;
+	ck_assert_int_eq(verdict(&c, &slot, "HTTP/1.1 503 Busy\r\n\r\n"),
+	                 AGILE_HTTP_FAILED);
 }
 END_TEST
 
@@ -341,6 +397,9 @@ static Suite *http_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("interim");
 	tcase_add_test(tc, interim_responses_alone);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("verdicts");
+	tcase_add_test(tc, verdicts_by_the_rule);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("frame");
 	tcase_add_test(tc, frame_requests);

@@ -1831,6 +1831,72 @@ static int parse_listen(const char *value)
 	                          collect, &msgs);
 }
 
+/* overload=, unreachable=, ignore=, cache_hit=: read, each status in one
+ * list, a status named elsewhere leaving overload's default, and each
+ * mistake one line. */
+START_TEST(http_verdict_keys)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	parse_ok("127.0.0.1:80 max=5 proto=http unreachable=502,504 "
+	         "ignore=404,202 cache_hit=X-Cache-Status,Age");
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, 502));
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, 504));
+	ck_assert(!agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, 503));
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_IGNORE, 202));
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_OVERLOAD, 429));
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_OVERLOAD, 503));
+	ck_assert_uint_eq(c->cache_hit_count, 2);
+	ck_assert_str_eq(c->cache_hit[0], "X-Cache-Status");
+	/* Named in unreachable=, 503 leaves overload's default. */
+	parse_ok("127.0.0.1:80 max=5 proto=http unreachable=502,503");
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, 503));
+	ck_assert(!agile__http_in_list(c, AGILE_STATUS_OVERLOAD, 503));
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_OVERLOAD, 429));
+	parse_ok("127.0.0.1:80 max=5 proto=http overload=none");
+	ck_assert(!agile__http_in_list(c, AGILE_STATUS_OVERLOAD, 429));
+	parse_ok("127.0.0.1:80 max=5 proto=http");
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_OVERLOAD, 503));
+	ck_assert(!agile__http_in_list(c, AGILE_STATUS_IGNORE, 404));
+
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=http ignore=4040",
+	                       "AGILE_DEST_API: key \"ignore\": \"4040\" is not "
+	                       "valid; expected none or a comma-separated list "
+	                       "of HTTP statuses from 100 to 599 such as "
+	                       "502,504");
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=http overload=429,",
+	                       "AGILE_DEST_API: key \"overload\": \"429,\" is "
+	                       "not valid; expected none or a comma-separated "
+	                       "list of HTTP statuses from 100 to 599 such as "
+	                       "502,504 (429,503 by default)");
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=http "
+	                       "overload=429,502 unreachable=502",
+	                       "AGILE_DEST_API: key \"unreachable\": 502 is "
+	                       "also in overload; expected each status in one "
+	                       "list");
+	ck_assert(!agile__http_in_list(c, AGILE_STATUS_UNREACHABLE, 502));
+	ck_assert_only_message("127.0.0.1:80 max=5 unreachable=502",
+	                       "AGILE_DEST_API: key \"unreachable\" has no "
+	                       "effect without proto=http; expected proto=http "
+	                       "as well");
+	ck_assert_only_message("127.0.0.1:80 max=5 proto=http "
+	                       "cache_hit=X-Cache,,Age",
+	                       "AGILE_DEST_API: key \"cache_hit\": "
+	                       "\"X-Cache,,Age\" is not valid; expected a "
+	                       "comma-separated list of at most 4 header names "
+	                       "such as X-Cache,CF-Cache-Status, each at most 31 "
+	                       "characters");
+	ck_assert_only_message("127.0.0.1:80 max=5 cache_hit=X-Cache",
+	                       "AGILE_DEST_API: key \"cache_hit\" has no effect "
+	                       "without proto=http; expected proto=http as "
+	                       "well");
+	/* A listener takes them too. */
+	ck_assert_int_eq(parse_listen(":80 max=8 proto=http ignore=404 "
+	                              "cache_hit=X-Hit"), 0);
+	ck_assert(agile__http_in_list(c, AGILE_STATUS_IGNORE, 404));
+}
+END_TEST
+
 /* client_rate=, client_prefix=, client_key=, clients=: read, bounded,
  * and each mistake one line naming the variable, the key and what was
  * expected. */
@@ -2227,6 +2293,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(resilience, listen_law);
 	tcase_add_test(resilience, listen_address_forms);
 	tcase_add_test(resilience, listen_client_keys);
+	tcase_add_test(resilience, http_verdict_keys);
 	tcase_add_test(resilience, listen_shed_values);
 	suite_add_tcase(s, resilience);
 	return s;

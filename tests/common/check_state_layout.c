@@ -124,6 +124,7 @@ int main(void)
 	OFF(agile_state_resilience, http_cache_hits, 272);
 	OFF(agile_state_resilience, http_excluded, 280);
 	OFF(agile_state_resilience, http_5xx, 288);
+	OFF(agile_state_resilience, http_ignored, 296);
 	OFF(agile_state_resilience, connect_retries, 320);
 	OFF(agile_state_resilience, connect_timeouts, 328);
 	OFF(agile_state_resilience, key_refused, 336);

@@ -279,7 +279,7 @@ static void check_response(const struct agile_resilience_config *c,
 	if (t.flags & ~AGILE_FD_EXCLUDED)
 		abort();
 
-	verdict = agile__http_response(&t, &slot, response, response_len,
+	verdict = agile__http_response(&t, c, &slot, response, response_len,
 	                               now_ns, unix_ns);
 	if (t.flags & AGILE_FD_EXCLUDED)
 		abort();
