@@ -1,5 +1,5 @@
 /*
- * keys_hook.c - key_rate=R (and keys=N) on a CIDR or * rule: one token
+ * keys_hook.c - key_rate=R[,burst=B] (and keys=N) on a CIDR or * rule: one
  * bucket per destination address, from libagile's per-key table
  * (agile_keyed.h), so that every host of 10.0.0.0/8:443 gets R connects a
  * second of its own while the rule's limiter paces them all together.
@@ -62,6 +62,7 @@ static struct agile_keyed *table_for(int dest,
 		return keyed_dests[dest].table;
 	agile_keyed_config_init(&kc);
 	kc.rate_per_s = c->key_rate;
+	kc.burst = c->key_burst;
 	if (c->keys > 0)
 		kc.max_keys = c->keys;
 	if (getrandom(kc.hash_key, sizeof(kc.hash_key), GRND_NONBLOCK) !=

@@ -35,7 +35,8 @@ uint64_t agile_resilience_hash(const struct agile_resilience_config *c,
  * listener's rule is a concurrency configuration already (max= is
  * connections at once); an outbound adaptive cap keeps the rule's latency
  * settings (its slo is Vegas's target, its tick the laws' window) but takes
- * adaptx's bounds, since the rule's rates are requests per second. */
+ * adaptx's bounds (1, 10 and 1000), or concurrency_min=, _initial= and
+ * _max=, since the rule's rates are requests per second. */
 static void core_config(const struct agile_resilience_config *c,
                         const struct agile_config *config,
                         struct agile_config *out)
@@ -47,11 +48,14 @@ static void core_config(const struct agile_resilience_config *c,
 			out->max_rate = AGILE_STATE_PERMITS;
 		return;
 	}
-	out->max_rate = AGILE_LAW_DEFAULT_MAX_LIMIT;
-	out->initial_rate = AGILE_LAW_DEFAULT_INITIAL_LIMIT;
-	out->min_rate = AGILE_LAW_DEFAULT_MIN_LIMIT;
-	out->floor_rate = AGILE_LAW_DEFAULT_MIN_LIMIT;
-	out->probe_rate = AGILE_LAW_DEFAULT_MIN_LIMIT;
+	out->max_rate = c->conc_max > 0 ? c->conc_max
+	                                : AGILE_LAW_DEFAULT_MAX_LIMIT;
+	out->initial_rate = c->conc_initial > 0 ? c->conc_initial
+	                                        : AGILE_LAW_DEFAULT_INITIAL_LIMIT;
+	out->min_rate = c->conc_min > 0 ? c->conc_min
+	                                : AGILE_LAW_DEFAULT_MIN_LIMIT;
+	out->floor_rate = out->min_rate;
+	out->probe_rate = out->min_rate;
 }
 
 static uint32_t features_of(const struct agile_resilience_config *c)

@@ -97,6 +97,12 @@ struct agile_resilience_config {
 	                                and listeners */
 	int64_t conc_limit;          /* concurrency=N */
 	int64_t acquire_timeout_ns;  /* 0: the default, 30 s */
+	/* concurrency_min=, concurrency_initial=, concurrency_max=: an
+	 * outbound adaptive cap's bounds; 0: adaptx's 1, 10 and 1000 */
+	int32_t conc_min;
+	int32_t conc_initial;
+	int32_t conc_max;
+	uint32_t pad_conc;
 	/* breaker=sre, breaker_k=, breaker_protection=, breaker_window= */
 	uint32_t breaker;            /* 1: breaker=sre */
 	uint32_t pad0;
@@ -121,6 +127,7 @@ struct agile_resilience_config {
 	/* key_rate=, keys= (a CIDR or wildcard rule, per address) */
 	double key_rate;             /* connects per second per address; 0 off */
 	int64_t keys;                /* key bound; 0: the default 100,000 */
+	double key_burst;            /* key_rate=R,burst=B: 0, the rate */
 	/* Inbound (AGILE_LISTEN_): shed=cpu, shed_status=, retry_after= */
 	uint32_t inbound;            /* 1: a listener rule */
 	uint32_t shed_cpu;           /* 1: shed=cpu */

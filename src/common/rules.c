@@ -61,6 +61,10 @@ static void format_rate(char out[RATE_TEXT], double rate)
  * a host name nor a Unix path can name one. */
 #define LISTEN_EXPECTED \
 	"expected :PORT, IPv4:PORT, [IPv6]:PORT or CIDR:PORT, such as :8080"
+/* concurrency_min=, _initial=, _max=: an adaptive cap's bounds. */
+#define CONC_BOUND_EXPECTED \
+	"expected a whole number of connections at once from 1 to " \
+	AGILE_STRINGIFY(AGILE_STATE_PERMITS)
 /* overload=, unreachable=, ignore=: HTTP statuses. */
 #define STATUS_LIST_EXPECTED \
 	"expected none or a comma-separated list of HTTP statuses from 100 " \
@@ -195,8 +199,9 @@ static const struct key_spec keys[] = {
 	{ "retry", KEY_RESILIENCE, 0,
 	  "expected a whole number of retries from 0 to 100", SCOPE_DEST },
 	{ "key_rate", KEY_RESILIENCE, 0,
-	  "expected a decimal number of connects per second per address "
-	  "greater than 0", SCOPE_DEST },
+	  "expected R[,burst=B]: a decimal number of connects per second per "
+	  "address greater than 0, B 1 or more (the rate by default)",
+	  SCOPE_DEST },
 	{ "keys", KEY_RESILIENCE, 0,
 	  "expected a whole number of addresses from 1 to 10000000",
 	  SCOPE_DEST },
@@ -206,6 +211,12 @@ static const struct key_spec keys[] = {
 	  "expected close or an HTTP status from 400 to 599 such as 503",
 	  SCOPE_LISTEN },
 	{ "retry_after", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	{ "concurrency_min", KEY_RESILIENCE, 0, CONC_BOUND_EXPECTED " (1 by "
+	  "default)", SCOPE_DEST },
+	{ "concurrency_initial", KEY_RESILIENCE, 0, CONC_BOUND_EXPECTED
+	  " (10 by default)", SCOPE_DEST },
+	{ "concurrency_max", KEY_RESILIENCE, 0, CONC_BOUND_EXPECTED " (1000 by "
+	  "default)", SCOPE_DEST },
 	{ "overload", KEY_RESILIENCE, 0, STATUS_LIST_EXPECTED " (429,503 by "
 	  "default)", SCOPE_BOTH },
 	{ "unreachable", KEY_RESILIENCE, 0, STATUS_LIST_EXPECTED, SCOPE_BOTH },
@@ -1111,14 +1122,32 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		}
 		c->retry = (int32_t)whole;
 	} else if (strcmp(name, "key_rate") == 0) {
-		why = parse_decimal(value, &decimal);
-		if (why != NUMBER_OK) {
-			report_number(r, key, value, why);
-			return false;
+		char rate[32];
+		const char *comma = strchr(value, ',');
+		size_t n = comma != NULL ? (size_t)(comma - value)
+		                         : strlen(value);
+		double burst = 0;
+
+		ok = n < sizeof(rate);
+		if (ok) {
+			memcpy(rate, value, n);
+			rate[n] = '\0';
+			why = parse_decimal(rate, &decimal);
+			if (why != NUMBER_OK && comma == NULL) {
+				report_number(r, key, value, why);
+				return false;
+			}
+			ok = why == NUMBER_OK && decimal > 0;
 		}
-		ok = decimal > 0;
-		if (ok)
+		/* The seed's burst: tokens an address may save up. */
+		if (ok && comma != NULL)
+			ok = agile__name_starts(comma + 1, "burst=") &&
+			     parse_decimal(comma + 7, &burst) == NUMBER_OK &&
+			     burst >= 1 && burst <= 1e9;
+		if (ok) {
 			c->key_rate = decimal;
+			c->key_burst = burst;
+		}
 	} else if (strcmp(name, "keys") == 0) {
 		why = parse_whole(value, 10000000, &whole);
 		if (why != NUMBER_OK) {
@@ -1152,6 +1181,17 @@ static bool parse_resilience(struct reporter *r, struct agile_rule *rule,
 		}
 	} else if (strcmp(name, "retry_after") == 0) {
 		return resilience_duration(r, key, value, &c->retry_after_ns);
+	} else if (strcmp(name, "concurrency_min") == 0 ||
+	           strcmp(name, "concurrency_initial") == 0 ||
+	           strcmp(name, "concurrency_max") == 0) {
+		ok = parse_whole(value, AGILE_STATE_PERMITS, &whole) ==
+		     NUMBER_OK && whole >= 1;
+		if (ok && strcmp(name, "concurrency_min") == 0)
+			c->conc_min = (int32_t)whole;
+		else if (ok && strcmp(name, "concurrency_initial") == 0)
+			c->conc_initial = (int32_t)whole;
+		else if (ok)
+			c->conc_max = (int32_t)whole;
 	} else if (strcmp(name, "overload") == 0) {
 		ok = parse_status_list(value, c, AGILE_STATUS_OVERLOAD);
 	} else if (strcmp(name, "unreachable") == 0) {
@@ -1226,6 +1266,42 @@ static void check_whole_bounds(struct reporter *r, struct agile_rule *rule)
 		report(r, "key \"%s\": %s is not a whole number; expected a "
 		       "whole number of %s", bounds[i].key, shown, unit);
 		*value = i == 0 ? (double)(whole + 1) : 0;
+	}
+}
+
+/* concurrency_min=, _initial=, _max=: only with concurrency=adaptive, in
+ * order; out of order, the pair is reported and the defaults stand. */
+static void check_conc_bounds(struct reporter *r,
+                              struct agile_resilience_config *c)
+{
+	int32_t min = c->conc_min > 0 ? c->conc_min
+	              : AGILE_LAW_DEFAULT_MIN_LIMIT;
+	int32_t max = c->conc_max > 0 ? c->conc_max
+	              : AGILE_LAW_DEFAULT_MAX_LIMIT;
+	int32_t initial = c->conc_initial > 0 ? c->conc_initial
+	                  : AGILE_LAW_DEFAULT_INITIAL_LIMIT;
+
+	if (c->conc_min == 0 && c->conc_initial == 0 && c->conc_max == 0)
+		return;
+	if (c->conc_mode != AGILE_CONC_ADAPTIVE) {
+		report(r, "key \"%s\" has no effect without "
+		       "concurrency=adaptive; expected concurrency=adaptive as "
+		       "well", c->conc_min ? "concurrency_min"
+		       : c->conc_initial ? "concurrency_initial"
+		       : "concurrency_max");
+		return;
+	}
+	/* An initial limit a given bound leaves outside follows it. */
+	if (c->conc_initial == 0 && initial > max)
+		initial = c->conc_initial = max;
+	if (c->conc_initial == 0 && initial < min)
+		initial = c->conc_initial = min;
+	if (min > max || initial < min || initial > max) {
+		report(r, "concurrency_min=%d, concurrency_initial=%d and "
+		       "concurrency_max=%d are out of order; expected min <= "
+		       "initial <= max (the defaults stand)", (int)min,
+		       (int)initial, (int)max);
+		c->conc_min = c->conc_initial = c->conc_max = 0;
 	}
 }
 
@@ -1319,6 +1395,7 @@ static void check_resilience(struct reporter *r, struct agile_rule *rule)
 		report(r, "key \"exclude\" has no effect without proto=http; "
 		       "expected proto=http as well");
 	check_verdicts(r, c);
+	check_conc_bounds(r, c);
 	if (c->shed_response == AGILE_SHED_CLOSE && c->retry_after_ns > 0)
 		report(r, "key \"retry_after\" needs an HTTP shed_response; "
 		       "expected shed_response=503 (or another status) as well");

@@ -221,9 +221,21 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 void agilestat_resilience_config(const struct agile_state_slot *s)
 {
 	const struct agile_client_table *t = &s->resilience.clients;
+	uint32_t features = __atomic_load_n(&s->resilience.features,
+	                                    __ATOMIC_ACQUIRE);
 
-	if (!(__atomic_load_n(&s->resilience.features, __ATOMIC_ACQUIRE) &
-	      AGILE_FEATURE_CLIENTS))
+	/* An outbound adaptive cap's bounds (concurrency_min= and so on). */
+	if (!(features & AGILE_FEATURE_INBOUND) &&
+	    __atomic_load_n(&s->resilience.conc_mode, __ATOMIC_ACQUIRE) ==
+	    AGILE_CONC_ADAPTIVE) {
+		const struct agile_resolved *c =
+			agile_conc_config(&s->resilience.core);
+
+		printf("  concurrency adaptive: min=%.0f initial=%.0f max=%.0f "
+		       "law=%s\n", c->min_rate, c->initial_rate, c->max_rate,
+		       agile_resilience_conc_name(&s->resilience));
+	}
+	if (!(features & AGILE_FEATURE_CLIENTS))
 		return;
 	printf("  client_rate=%g,burst=%g clients=%u (idle after %.3fs)\n",
 	       t->rate_per_s, t->burst, (unsigned)t->capacity,

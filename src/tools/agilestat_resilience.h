@@ -14,8 +14,8 @@
 void agilestat_resilience_table(const struct agile_state_slot *s);
 /* Members of the destination's JSON object, each starting with a comma. */
 void agilestat_resilience_json(const struct agile_state_slot *s);
-/* --config's lines of the settings the region records (a listener's
- * client_rate=), each starting with two spaces. */
+/* --config's lines of the settings the region records (an adaptive cap's
+ * bounds, a listener's client_rate=), each starting with two spaces. */
 void agilestat_resilience_config(const struct agile_state_slot *s);
 /* The Prometheus families, for `n` slots; `labels` prints slot i's label
  * set. */

@@ -1831,6 +1831,59 @@ static int parse_listen(const char *value)
 	                          collect, &msgs);
 }
 
+/* concurrency_min=, _initial=, _max= and key_rate=R,burst=B: the seed's
+ * settings with their defaults, bounds, order and one-line errors. */
+START_TEST(seed_knob_keys)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive concurrency_min=2 "
+	         "concurrency_initial=4 concurrency_max=50");
+	ck_assert_int_eq(c->conc_min, 2);
+	ck_assert_int_eq(c->conc_initial, 4);
+	ck_assert_int_eq(c->conc_max, 50);
+	/* A max under the default initial of 10 brings the start down. */
+	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive concurrency_max=3");
+	ck_assert_int_eq(c->conc_initial, 3);
+	ck_assert_only_message("127.0.0.1:80 max=5 concurrency=adaptive "
+	                       "concurrency_max=1025",
+	                       "AGILE_DEST_API: key \"concurrency_max\": "
+	                       "\"1025\" is not valid; expected a whole number "
+	                       "of connections at once from 1 to 1024 (1000 by "
+	                       "default)");
+	ck_assert_only_message("127.0.0.1:80 max=5 concurrency=adaptive "
+	                       "concurrency_min=0",
+	                       "AGILE_DEST_API: key \"concurrency_min\": \"0\" "
+	                       "is not valid; expected a whole number of "
+	                       "connections at once from 1 to 1024 (1 by "
+	                       "default)");
+	ck_assert_only_message("127.0.0.1:80 max=5 concurrency=adaptive "
+	                       "concurrency_min=20 concurrency_initial=5",
+	                       "AGILE_DEST_API: concurrency_min=20, "
+	                       "concurrency_initial=5 and concurrency_max=1000 "
+	                       "are out of order; expected min <= initial <= max "
+	                       "(the defaults stand)");
+	ck_assert_int_eq(c->conc_min, 0);
+	ck_assert_only_message("127.0.0.1:80 max=5 concurrency=4 "
+	                       "concurrency_max=8",
+	                       "AGILE_DEST_API: key \"concurrency_max\" has no "
+	                       "effect without concurrency=adaptive; expected "
+	                       "concurrency=adaptive as well");
+
+	parse_ok("10.0.0.0/8:80 max=5 key_rate=2,burst=8");
+	ck_assert(c->key_rate == 2);
+	ck_assert(c->key_burst == 8);
+	parse_ok("10.0.0.0/8:80 max=5 key_rate=2");
+	ck_assert(c->key_burst == 0);
+	ck_assert_only_message("10.0.0.0/8:80 max=5 key_rate=2,burst=0",
+	                       "AGILE_DEST_API: key \"key_rate\": "
+	                       "\"2,burst=0\" is not valid; expected R[,burst=B]: "
+	                       "a decimal number of connects per second per "
+	                       "address greater than 0, B 1 or more (the rate by "
+	                       "default)");
+}
+END_TEST
+
 /* overload=, unreachable=, ignore=, cache_hit=: read, each status in one
  * list, a status named elsewhere leaving overload's default, and each
  * mistake one line. */
@@ -2294,6 +2347,7 @@ static Suite *rules_suite(void)
 	tcase_add_test(resilience, listen_address_forms);
 	tcase_add_test(resilience, listen_client_keys);
 	tcase_add_test(resilience, http_verdict_keys);
+	tcase_add_test(resilience, seed_knob_keys);
 	tcase_add_test(resilience, listen_shed_values);
 	suite_add_tcase(s, resilience);
 	return s;

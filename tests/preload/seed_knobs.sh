@@ -1,0 +1,48 @@
+#!/bin/sh
+# seed_knobs.sh - seed settings that had no key: an outbound adaptive cap's
+# bounds (concurrency_min=, concurrency_initial=, concurrency_max=) and
+# key_rate's burst.
+#
+# 16 Python threads make 6 requests each, on fresh connections, to a
+# downstream that takes 50 ms per request, with concurrency=adaptive,
+# law=aimd and concurrency_initial=3 concurrency_max=3: the server never
+# sees more than 3 in service at once (adaptx's default bounds start at
+# 10, which 16 threads would reach).  Then key_rate=1,burst=4 on a CIDR
+# rule: 6 connects in a row to one address get 4 through (the default
+# burst, the rate, would let 1 through) and the rest are refused.
+. "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
+need python3
+
+python3 "$SLOW_HTTPD" "$tmp/port" "$tmp/intervals" </dev/null >"$tmp/server.log" 2>&1 &
+started $!
+port=$(await_port "$tmp/port" "$tmp/server.log")
+
+export AGILE_DEST_API="127.0.0.1:$port max=1000 floor=1000 concurrency=adaptive,law=aimd concurrency_initial=3 concurrency_max=3"
+get_in_threads "$port" 16 6 || fail "the client failed"
+peak=$(peak_in_service "$tmp/intervals")
+note "concurrency_max=3: at most $peak in service at once, limit $(stat_json api 'd["concurrency"]["limit"]')"
+check "v[0] == 96" "every request answered" "$(count_lines "$tmp/intervals")"
+check "2 <= v[0] <= 3" "never more than concurrency_max=3 in service" "$peak"
+"$AGILESTAT" --config >"$tmp/config" || fail "agilestat --config failed"
+grep -q "concurrency adaptive: min=1 initial=3 max=3" "$tmp/config" ||
+	fail "agilestat --config does not show the bounds: $(cat "$tmp/config")"
+unset AGILE_DEST_API
+
+export AGILE_DEST_LOOP="127.0.0.0/8:$port max=1000 floor=1000 key_rate=1,burst=4"
+set -- $(preloaded python3 - "$port" <<'PY'
+import socket, sys
+port = int(sys.argv[1])
+ok = refused = 0
+for n in range(6):
+    s = socket.socket()
+    try:
+        s.connect(("127.0.0.1", port))
+        ok += 1
+    except ConnectionRefusedError:
+        refused += 1
+    s.close()
+print(ok, refused)
+PY
+)
+note "key_rate=1,burst=4: $1 connects through, $2 refused"
+check "v[0] == 4 and v[1] == 2" "an address saves up a burst of 4" "$1" "$2"
