@@ -448,10 +448,29 @@ static void shed_request(struct agile_fd *t, const char *p, size_t n,
 	                 __ATOMIC_RELEASE);
 }
 
+/* Whether p[0, n) starts an HTTP/1 request line: a method of capitals and
+ * a space, and not HTTP/2's preface.  TLS records and HTTP/2 frames are
+ * not requests the preload can count or answer. */
+static bool http1_request(const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && i < 24 && ((p[i] >= 'A' && p[i] <= 'Z') || p[i] == '-'))
+		i++;
+	if (i == 0 || i >= n || p[i] != ' ')
+		return false;
+	return !(n >= 14 && memcmp(p, "PRI * HTTP/2.0", 14) == 0);
+}
+
 /* proto=http: the request whose first bytes p[0, n) were just read asks
  * its client's bucket (client_rate=), then takes a permit, unless the
  * connection still holds one for a response not yet complete (a
- * pipelined request rides on it).  False: refused, and answered. */
+ * pipelined request rides on it).  False: refused, and answered.
+ *
+ * Bytes that are no HTTP/1 request (a TLS handshake, HTTP/2) take no
+ * permit and are served.  A request read through the program's TLS
+ * library (tls_plain.h) takes one, but one beyond the limits is served
+ * too: the preload cannot answer inside the TLS session. */
 static bool admit_request(struct agile_fd *t,
                           const struct agile_resilience_config *c,
                           const char *p, size_t n, ssize_t result)
@@ -460,7 +479,11 @@ static bool admit_request(struct agile_fd *t,
 	struct agile_http_frame f;
 	int32_t permit;
 	int64_t now;
+	bool plain;
 
+	if (p == NULL || !http1_request(p, n))
+		return true;
+	plain = __atomic_load_n(&t->tls_plain, __ATOMIC_ACQUIRE) != 0;
 	agile__http_frame(p, n, false, &f);
 	__atomic_store_n(&t->inbound_head, f.head_method, __ATOMIC_RELEASE);
 	agile__enter();
@@ -483,7 +506,7 @@ static bool admit_request(struct agile_fd *t,
 		}
 		if (key_len > 0 &&
 		    !agile__clients_admit(&s->resilience, c, key, key_len, now,
-		                          &retry)) {
+		                          &retry) && !plain) {
 			shed_request(t, p, n, result, 429, retry);
 			agile__leave();
 			return false;
@@ -498,6 +521,10 @@ static bool admit_request(struct agile_fd *t,
 		t->permit_tid = agile__thread_id();
 		__atomic_store_n(&t->permit, permit, __ATOMIC_RELEASE);
 		__atomic_store_n(&t->inbound_left, 0, __ATOMIC_RELEASE);
+		agile__leave();
+		return true;
+	}
+	if (plain) {
 		agile__leave();
 		return true;
 	}
