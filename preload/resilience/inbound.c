@@ -89,7 +89,7 @@
 
 /* Answered shed connections waiting to be closed, oldest first in a ring;
  * the lock is held for a few recv and close calls at most, never while
- * waiting, and across fork() (process.c lists every lock in its order). */
+ * waiting, and across fork() (forklist.c lists every lock in its order). */
 static struct {
 	int fd;
 	int64_t since_ns;
