@@ -19,7 +19,9 @@ tail_tolerance tick up down gain inflation deadband backoff_ticks
 recover_ticks slow_start recover_ramp slow_half_life slow_down_half_life
 max_baseline_rise pace concurrency acquire_timeout breaker breaker_k
 breaker_protection breaker_window quota window over proto exclude
-connect_timeout retry key_rate keys shed shed_response retry_after law
+connect_timeout retry key_rate keys shed shed_response retry_after
+concurrency_min concurrency_initial concurrency_max overload unreachable
+ignore cache_hit client_rate client_prefix client_key clients law
 fleet_max fleet redis_timeout'
 
 # The words a key's value may be, for the keys that take one of a few.
