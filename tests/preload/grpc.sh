@@ -97,24 +97,14 @@ preloaded timeout 60 "$py" "$tmp/client.py" "$port" 60 unary >"$tmp/client.out" 
 	fail "the gRPC client failed: $(cat "$tmp/client.out")"
 grep -q '^60 calls done' "$tmp/client.out" || fail "client: $(cat "$tmp/client.out")"
 
-busiest=$(arrival_busiest_second "$tmp/arrivals")
-median_gap=$(arrival_median_gap "$tmp/arrivals")
-note "60 unary calls from 8 threads on one channel: $(count_lines "$tmp/arrivals") at the server, $busiest in its busiest second, median gap $median_gap s"
-check "v[0] == 60" "the server saw every call" "$(count_lines "$tmp/arrivals")"
-check "v[0] <= 21" "at most 21 calls in any second at 20/s" "$busiest"
-check "v[0] >= 0.025" "calls spaced, not bunched" "$median_gap"
+check_paced "$tmp/arrivals" 60 "60 unary calls from 8 threads on one channel"
 check "v[0] == 60" "one sample per call" \
 	"$(stat_json grpc 'd["samples_total"]')"
 
 preloaded timeout 60 "$py" "$tmp/client.py" "$port" 40 stream >"$tmp/client.out" 2>&1 ||
 	fail "the gRPC client failed: $(cat "$tmp/client.out")"
 grep -q '^40 calls done' "$tmp/client.out" || fail "client: $(cat "$tmp/client.out")"
-busiest=$(arrival_busiest_second "$tmp/streams")
-median_gap=$(arrival_median_gap "$tmp/streams")
-note "40 server-streaming calls from 8 threads: $(count_lines "$tmp/streams") at the server, $busiest in its busiest second, median gap $median_gap s"
-check "v[0] == 40" "the server saw every streaming call" "$(count_lines "$tmp/streams")"
-check "v[0] <= 21" "at most 21 streaming calls in any second at 20/s" "$busiest"
-check "v[0] >= 0.025" "streaming calls spaced, not bunched" "$median_gap"
+check_paced "$tmp/streams" 40 "40 server-streaming calls from 8 threads"
 # One CI run (load ~5, during the sanitizer builds) counted 41 samples for
 # the 40 streaming calls, with one truncated: an extra round trip the
 # walker did not tie to a stream, not traced yet (issue 17's note).

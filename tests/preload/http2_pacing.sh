@@ -47,15 +47,8 @@ preloaded h2load -n 60 -c 1 -m 10 "http://127.0.0.1:$port/index.html" \
 	>"$tmp/h2load.out" 2>&1 || fail "h2load failed: $(cat "$tmp/h2load.out")"
 grep -q '60 succeeded' "$tmp/h2load.out" || fail "h2load: $(cat "$tmp/h2load.out")"
 
-# "[id=2] [  1.234] recv HEADERS frame <...>": the arrival of a request.
-sed -n 's/^\[id=[0-9]*\] \[ *\([0-9.]*\)\] recv HEADERS frame.*/\1/p' \
-	"$tmp/nghttpd.log" >"$tmp/arrivals"
-busiest=$(arrival_busiest_second "$tmp/arrivals")
-median_gap=$(arrival_median_gap "$tmp/arrivals")
-note "60 requests on one connection: $(count_lines "$tmp/arrivals") at the server, $busiest in its busiest second, median gap $median_gap s"
-check "v[0] == 60" "the server saw every request" "$(count_lines "$tmp/arrivals")"
-check "v[0] <= 21" "at most 21 requests in any second at 20/s" "$busiest"
-check "v[0] >= 0.025" "requests spaced, not bunched" "$median_gap"
+nghttpd_arrivals "$tmp/nghttpd.log" "$tmp/arrivals"
+check_paced "$tmp/arrivals" 60 "60 requests on one connection"
 check "v[0] == 60" "one grant per stream" \
 	"$(stat_json h2 'd["grants_total"]')"
 

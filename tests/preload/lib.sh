@@ -332,6 +332,25 @@ PY
 
 count_lines() { wc -l <"$1" | tr -d ' '; }
 
+# nghttpd -v's log LOG to arrival times in OUT, one a line: each
+# "[id=2] [  1.234] recv HEADERS frame <...>" is a request arriving.
+nghttpd_arrivals() {
+	sed -n 's/^\[id=[0-9]*\] \[ *\([0-9.]*\)\] recv HEADERS frame.*/\1/p' \
+		"$1" >"$2"
+}
+
+# check_paced ARRIVALS N WHAT: the server logged N arrivals of WHAT, at
+# most 21 in any second of its clock (a 20/s ceiling), the median gap at
+# least half the 50 ms interval (spaced, not bunched).
+check_paced() {
+	_busiest=$(arrival_busiest_second "$1")
+	_gap=$(arrival_median_gap "$1")
+	note "$3: $(count_lines "$1") at the server, $_busiest in its busiest second, median gap $_gap s"
+	check "v[0] == $2" "$3: the server saw every one" "$(count_lines "$1")"
+	check "v[0] <= 21" "$3: at most 21 in any second at 20/s" "$_busiest"
+	check "v[0] >= 0.025" "$3: spaced, not bunched" "$_gap"
+}
+
 # One scheduling delay, measured beside the test: start_lateness NAME
 # SECONDS starts a process that sleeps 10 ms at a time for SECONDS and logs
 # how late each wake-up was to $tmp/NAME.lateness; lateness_max NAME FROM
