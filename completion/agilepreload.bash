@@ -7,7 +7,7 @@
 # space and the values of the keys that take one of a few words (preset,
 # anchor, pace, proto, over, breaker, fleet, law, concurrency); after "--"
 # or the first word that is not an option, the command and its arguments.
-# The lists below are those of src/common/rules.c's key table and of
+# The lists below are those of src/common/rules_keys.c's key table and of
 # agilerun's and agilestat's --help: tests/tools/completion.sh compares
 # them with the source and with what the programs accept, so they cannot
 # drift apart silently.

@@ -3,7 +3,7 @@
 # (completion/agilepreload.bash) against the programs it completes.
 #
 # Its lists are written out, so this test is what keeps them true: the key
-# names must be src/common/rules.c's key table, name for name and in order;
+# names must be src/common/rules_keys.c's key table, name for name and in order;
 # each key's words (preset, anchor, pace, proto, over, breaker, law,
 # concurrency's adaptive,law=...) the ones the table's message expects,
 # and fleet's the ones agilerun's own error names; the options those of
@@ -34,11 +34,11 @@ echo "agilestat $(echo $_agilestat_options)"
 "$AGILESTAT" --help >"$tmp/agilestat.help"
 "$AGILERUN" -d 'x=127.0.0.1:1 max=1 fleet=zz' -- true 2>"$tmp/fleet.err" || true
 
-python3 - "$srcdir/src/common/rules.c" "$tmp/completion.txt" "$tmp/agilerun.help" \
+python3 - "$srcdir/src/common/rules_keys.c" "$tmp/completion.txt" "$tmp/agilerun.help" \
 	"$tmp/agilestat.help" "$tmp/fleet.err" <<'PY' || fail "the completion's lists differ from the programs'"
 import re, sys
 rules, comp, run_help, stat_help, fleet_err = (open(p).read() for p in sys.argv[1:6])
-table = rules[rules.index("static const struct key_spec keys[] = {"):]
+table = rules[rules.index("const struct key_spec agile__rules_keys[] = {"):]
 table = table[:table.index("\n};")]
 # Each entry: { "name", KEY_TYPE, offset, "expected..." "...", SCOPE }.
 entries = re.findall(r'\{\s*"([a-z_]+)",\s*KEY_[A-Z]+,(.*?)\}', table, re.S)
