@@ -461,24 +461,55 @@ int agile_state_slot_repair(struct agile_state_slot *s,
 #define INIT_WAIT_NS (200 * AGILE_NS_PER_MS)
 #define INIT_POLL_NS (1 * AGILE_NS_PER_MS)
 
-/* Claim a slot whose state word is `seen` and initialise it. */
+/* What a slot is acquired for: agile_state_slot_acquire's arguments. */
+struct slot_request {
+	const char *name;
+	const char *dest;
+	uint32_t pace;
+	const struct agile_config *config;
+	const struct agile_resilience_config *res;
+	int64_t now_ns;
+	int64_t now_unix_ns;
+};
+
+/* Claim a slot whose state word is `seen` and initialise it for q. */
 static int claim_and_init(struct agile_state_slot *s, uint64_t seen,
-                          const char *name, const char *dest, uint32_t pace,
-                          const struct agile_config *config,
-                          const struct agile_resilience_config *res,
-                          int64_t now_ns, int64_t now_unix_ns)
+                          const struct slot_request *q)
 {
 	uint64_t mine = ((uint64_t)(uint32_t)getpid() << 8) | AGILE_SLOT_INIT;
 	int rc;
 
 	if (!agile__cas_u64(&s->state, &seen, mine))
 		return -EAGAIN;
-	rc = agile_state_slot_init(s, name, dest, pace, config, res, now_ns,
-	                           now_unix_ns);
+	rc = agile_state_slot_init(s, q->name, q->dest, q->pace, q->config,
+	                           q->res, q->now_ns, q->now_unix_ns);
 	/* A slot that cannot be initialised goes back to FREE, never stays
 	 * claimed. */
 	agile__store_u64(&s->state, rc < 0 ? AGILE_SLOT_FREE : AGILE_SLOT_READY);
 	return rc;
+}
+
+/*
+ * Wait while another process initialises slot s, at most INIT_WAIT_NS in
+ * all (counted in *waited); then *state is the slot's state word: free,
+ * ready, or still being initialised by a process that died mid-way.
+ * -EBUSY when a live initialiser takes longer than that.
+ */
+static int wait_initialised(struct agile_state_slot *s, int64_t *waited,
+                            uint64_t *state)
+{
+	for (;;) {
+		struct timespec ts = { 0, INIT_POLL_NS };
+
+		*state = agile__load_u64(&s->state);
+		if ((*state & 0xff) != AGILE_SLOT_INIT ||
+		    !agile_shmfile_pid_alive(AGILE_SLOT_INIT_PID(*state)))
+			return 0;
+		if (*waited >= INIT_WAIT_NS)
+			return -EBUSY;
+		nanosleep(&ts, NULL);
+		*waited += INIT_POLL_NS;
+	}
 }
 
 static bool other_live_pid(const struct agile_state_slot *s, int32_t self,
@@ -531,6 +562,8 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
                              int64_t now_ns, int64_t now_unix_ns,
                              struct agile_state_slot **out, int32_t *other_pid)
 {
+	const struct slot_request q = { name, dest, pace, config, res, now_ns,
+	                                now_unix_ns };
 	unsigned int start = (unsigned int)(agile_shmfile_name_hash(name) %
 	                                      AGILE_STATE_SLOTS);
 	struct agile_state_slot *takeover;
@@ -555,51 +588,29 @@ again:
 		struct agile_state_slot *s =
 			agile_state_slot(m, (start + k) % AGILE_STATE_SLOTS);
 		int64_t waited = 0;
+		uint64_t st;
 
 		for (;;) {
-			uint64_t st = agile__load_u64(&s->state);
-
-			if (st == AGILE_SLOT_FREE) {
-				/* The configuration is absent: a slot of the
-				 * name's that no live process uses is taken
-				 * over before a free one is claimed. */
-				if (takeover != NULL)
-					goto take_over;
-				rc = claim_and_init(s, st, name, dest, pace,
-				                    config, res, now_ns,
-				                    now_unix_ns);
-				if (rc == -EAGAIN)
-					continue;
-				if (rc < 0)
-					return rc;
-				*out = s;
-				return beside ? AGILE_SLOT_BESIDE
-				              : AGILE_SLOT_CREATED;
-			}
-			if ((st & 0xff) == AGILE_SLOT_INIT) {
-				struct timespec ts = { 0, INIT_POLL_NS };
-				int32_t pid = AGILE_SLOT_INIT_PID(st);
-
-				if (!agile_shmfile_pid_alive(pid) ||
-				    waited >= INIT_WAIT_NS) {
-					if (agile_shmfile_pid_alive(pid))
-						return -EBUSY;
-					/* Its initialiser died mid-way. */
-					rc = claim_and_init(s, st, name, dest,
-					                    pace, config, res,
-					                    now_ns, now_unix_ns);
-					if (rc == -EAGAIN)
-						continue;
-					if (rc < 0)
-						return rc;
-					*out = s;
-					return AGILE_SLOT_CREATED;
-				}
-				nanosleep(&ts, NULL);
-				waited += INIT_POLL_NS;
+			rc = wait_initialised(s, &waited, &st);
+			if (rc < 0)
+				return rc;
+			/* The configuration is absent: a slot of the name's
+			 * that no live process uses is taken over before a
+			 * free one is claimed. */
+			if (st == AGILE_SLOT_FREE && takeover != NULL)
+				goto take_over;
+			if (st != AGILE_SLOT_FREE &&
+			    (st & 0xff) != AGILE_SLOT_INIT)
+				break; /* READY */
+			/* Free, or its initialiser died mid-way. */
+			rc = claim_and_init(s, st, &q);
+			if (rc == -EAGAIN)
 				continue;
-			}
-			break; /* READY */
+			if (rc < 0)
+				return rc;
+			*out = s;
+			return st == AGILE_SLOT_FREE && beside
+			       ? AGILE_SLOT_BESIDE : AGILE_SLOT_CREATED;
 		}
 		if (strncmp(s->name, name, sizeof(s->name)) != 0)
 			continue;
@@ -626,8 +637,7 @@ again:
 
 		if (victim == NULL)
 			return -ENOSPC;
-		rc = claim_and_init(victim, AGILE_SLOT_READY, name, dest, pace,
-		                    config, res, now_ns, now_unix_ns);
+		rc = claim_and_init(victim, AGILE_SLOT_READY, &q);
 		if (rc == -EAGAIN)
 			goto again; /* another process took it first */
 		if (rc < 0)
@@ -636,8 +646,7 @@ again:
 		return AGILE_SLOT_RECLAIMED;
 	}
 take_over:
-	rc = claim_and_init(takeover, AGILE_SLOT_READY, name, dest, pace,
-	                    config, res, now_ns, now_unix_ns);
+	rc = claim_and_init(takeover, AGILE_SLOT_READY, &q);
 	if (rc == -EAGAIN)
 		goto again; /* it changed under us: look again */
 	if (rc < 0)
