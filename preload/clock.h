@@ -42,7 +42,7 @@ static inline int64_t agile__unix_ns(void)
  * the preload could only give by starting the connection it is holding
  * back.  A send's wait for its grant may instead fail with EINTR, as a
  * blocking send the kernel held would, when the handler asks for it
- * (track.c, interrupt_reported).  A handler may also leave the wait for good with
+ * (wait.c, interrupt_reported).  A handler may also leave the wait for good with
  * siglongjmp, which is why the re-entrancy guard is down meanwhile
  * (agile__busy_suspend).
  */

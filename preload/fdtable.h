@@ -24,8 +24,8 @@
  *     fdopen() marks the entry AGILE_FD_STDIO and records the socket's
  *     inode, and only marked entries have their inode compared with the
  *     descriptor's own (one fstat) before a request is paced, started or
- *     ended (track.c).  (glibc's fcloseall() flushes streams but closes
- *     no descriptor.)
+ *     ended (preload/track/).  (glibc's fcloseall() flushes streams but
+ *     closes no descriptor.)
  *   - syscall(SYS_close), SYS_close_range, SYS_dup2 and SYS_dup3 made
  *     through libc's syscall(): syscall is hooked for those numbers and
  *     does what close, close_range, dup2 and dup3 do.
@@ -131,7 +131,7 @@ struct agile_fd {
 	uint64_t conn_id;         /* which connection this is, unique in the
 	                             process and shared by its duplicates: tells
 	                             a duplicate from a new socket that reused
-	                             the peer's number (track.c) */
+	                             the peer's number (close.c) */
 	uint64_t stdio_inode;     /* AGILE_FD_STDIO: the socket's inode (fstat
 	                             st_ino) at fdopen(), compared with the
 	                             descriptor's own to notice a close inside
@@ -152,7 +152,7 @@ struct agile_fd {
 	struct agile_tls tls;     /* the connection's TLS records (tls.h) */
 	int64_t tls_start_ns;     /* TLS 1.3's first request, answered, whose
 	                             round trip the ticket rule holds open: its
-	                             start; 0 none (track.c) */
+	                             start; 0 none (request.c) */
 	int64_t tls_end_ns;       /* the first record's arrival: its end unless
 	                             a record of another length comes */
 	int64_t inbound_left;     /* a listener's proto=http: bytes of the

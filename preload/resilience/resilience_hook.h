@@ -1,6 +1,6 @@
 /*
- * resilience_hook.h - the resilience features at run time: what track.c
- * calls around a matched socket's connect, responses and close, and what the
+ * resilience_hook.h - the resilience features at run time: what track/ calls
+ * around a matched socket's connect, responses and close, and what the
  * feature files (concurrency_hook.c, breaker_hook.c, quota_hook.c,
  * keys_hook.c, connect_hook.c, http.c, inbound.c) offer each other.
  *
@@ -41,7 +41,7 @@ enum agile_http_verdict {
 	                          its round trip is a lower bound */
 };
 
-/* ---- called from track.c ------------------------------------------------ */
+/* ---- called from preload/track/ ---------------------------------------- */
 
 /* What an admitted connect holds until its socket closes. */
 struct agile_admission {

@@ -44,7 +44,7 @@
  *                  alerts and close_notify neither wait nor start a request;
  *                  a request's answer is an application-data record (for a
  *                  TLS 1.3 connection's first request, by the ticket rule
- *                  in track.c).  Where tls.h gives up, the rules above.
+ *                  in request.c).  Where tls.h gives up, the rules above.
  *   close/shutdown with a request outstanding: truncated(elapsed).  EOF or
  *                  ECONNRESET on a read with a request outstanding is the
  *                  same.  EINTR and EAGAIN record nothing.
@@ -131,7 +131,7 @@ static inline void agile__track_hook_leave(void)
  * to whatever holds the number now; AGILE_SEND_INTERRUPTED when a signal
  * handler installed without SA_RESTART ran during the wait on a blocking
  * socket: the hook fails with EINTR, nothing sent, and the grant is kept
- * for the send the program retries (track.c, interrupt_reported). */
+ * for the send the program retries (wait.c, interrupt_reported). */
 #define AGILE_SEND_PASS (-1)
 #define AGILE_SEND_CLOSED (-2)
 #define AGILE_SEND_INTERRUPTED (-3)

@@ -2,8 +2,12 @@
  * track_internal.h - what the files of preload/track/ share: the small
  * helpers every path uses, and each file's entry points for the others.
  *
- *   track.c     the send and receive paths, the request lifecycle, the TLS
- *               ticket rule, close, shutdown and dup bookkeeping
+ *   track.c     the entry points of a socket's bytes, the grant's wait,
+ *               fdopen and SO_ERROR
+ *   send.c      the send path: a request's grant and its start
+ *   recv.c      the receive path: the answer that ends a request
+ *   request.c   a request's end and its sample, the TLS ticket rule
+ *   close.c     shutdown, close and dup bookkeeping
  *   connect.c   the connect lifecycle: admission, the grant, failures
  *   wait.c      the wait for a grant, its watch list and signal policy
  *   tunnel.c    tunnels through a proxy (CONNECT, SOCKS) and STARTTLS
@@ -14,6 +18,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 
 #include "atomics.h"
@@ -54,6 +59,78 @@ static inline size_t iov_total(const struct iovec *iov, int count)
 		n += iov[i].iov_len;
 	return n;
 }
+
+/* The request state of a socket with no request and no grant: the next
+ * send takes a grant under pace=request, none under pace=connect. */
+static inline uint8_t answered_state(const struct agile_fd *t)
+{
+	return agile__destinations_pace(t->dest) == AGILE_PACE_REQUEST
+	       ? AGILE_REQ_NEEDS_GRANT : AGILE_REQ_FREE;
+}
+
+/* End the request in flight, if any: returns its start, or 0. */
+static inline int64_t claim_request(struct agile_fd *t)
+{
+	int64_t start;
+
+	if (load8(&t->request) != AGILE_REQ_IN_FLIGHT)
+		return 0;
+	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);
+	if (start != 0)
+		store8(&t->request, answered_state(t));
+	return start;
+}
+
+/* request.c */
+struct agile_h2_fields;
+/* The first response bytes of a request: one round-trip sample, unless
+ * proto=http says otherwise (http.c). */
+void agile__track_answered(struct agile_fd *t, struct agile_state_slot *s,
+                           int64_t rtt, int64_t now, const void *data,
+                           size_t len);
+/* A stream's round trip ended (h2conn.h's callback). */
+void agile__track_h2_ended(struct agile_fd *t, int64_t rtt_ns, int64_t now,
+                           bool answered,
+                           const struct agile_h2_fields *fields,
+                           bool excluded);
+/* Whether an HTTP/2 request's :path is one of exclude= (h2conn.h's
+ * callback). */
+bool agile__track_h2_excluded(const struct agile_fd *t, const char *path,
+                              size_t len);
+/* The request in flight, if any, ends without an answer: truncated. */
+void agile__track_truncate_request(struct agile_fd *t);
+/* End the round trip TLS 1.3's ticket rule holds (see there). */
+void agile__track_tls_answer_now(struct agile_fd *t, int64_t now);
+
+/* Called wherever a held round trip may end (every send, end of file,
+ * close): a connection without one pays a load or two, inline. */
+static inline void tls_answer_held(struct agile_fd *t, int64_t now)
+{
+	if (__atomic_load_n(&t->tls_start_ns, __ATOMIC_RELAXED) != 0) {
+		agile__track_tls_answer_now(t, now);
+		return;
+	}
+	if ((agile__tls_flags(&t->tls) & AGILE_TLS_TICKET_RULE) &&
+	    load8(&t->request) != AGILE_REQ_IN_FLIGHT)
+		__atomic_fetch_and(&t->tls.flags,
+		                   (uint16_t)~AGILE_TLS_TICKET_RULE,
+		                   __ATOMIC_RELAXED);
+}
+
+/* send.c: the send path around the real call (track.h's
+ * agile__track_before_send and agile__track_after_send, whichever source
+ * the bytes come from). */
+int64_t agile__track_send_before(struct agile_fd *t, const struct iovec *iov,
+                                 int count, size_t *limit);
+void agile__track_send_after(struct agile_fd *t, ssize_t result, int error,
+                             int64_t start_ns, const struct iovec *iov,
+                             int count);
+
+/* recv.c: the receive path after the real call (track.h's
+ * agile__track_after_recv). */
+void agile__track_recv_after(struct agile_fd *t, ssize_t result, int error,
+                             size_t asked, const struct iovec *iov, int count,
+                             bool peek);
 
 /* track.c */
 /* Is `t` still the entry of the socket its descriptor refers to (a socket
