@@ -20,16 +20,12 @@
  */
 #include "config.h"
 
-#include <netinet/in.h>
 #include <string.h>
 #include <sys/random.h>
 
 #include "clock.h"
 #include "resilience_hook.h"
 #include "shlock.h"
-
-/* The prefix of client_prefix=0 (unset). */
-#define CLIENT_PREFIX_DEFAULT 64
 
 /* The slot's initialisation set the table up (resilience.c) with no hash
  * key yet: the first process to use it draws one, before any key is
@@ -74,47 +70,9 @@ bool agile__clients_admit(struct agile_state_resilience *z,
 	return allowed;
 }
 
-/* The first `bits` bits of src[0, n) into dst, the rest zero. */
-static void masked(uint8_t *dst, const uint8_t *src, size_t n, int bits)
-{
-	for (size_t i = 0; i < n; i++) {
-		int keep = bits - (int)i * 8;
-
-		dst[i] = keep >= 8 ? src[i] : keep <= 0 ? 0
-		         : (uint8_t)(src[i] & (0xff << (8 - keep)));
-	}
-}
-
 size_t agile__clients_address(const struct agile_resilience_config *c,
                               const struct sockaddr *addr, socklen_t len,
-                              uint8_t out[17])
+                              uint8_t out[AGILE_CLIENTS_ADDRESS_MAX])
 {
-	int bits = c->client_prefix > 0 ? c->client_prefix
-	                                : CLIENT_PREFIX_DEFAULT;
-
-	if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
-		const struct sockaddr_in *in = (const void *)addr;
-
-		out[0] = 4;
-		masked(out + 1, (const uint8_t *)&in->sin_addr, 4,
-		       bits < 32 ? bits : 32);
-		return 5;
-	}
-	if (addr->sa_family == AF_INET6 &&
-	    len >= sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *in6 = (const void *)addr;
-
-		/* An IPv4 client of a dual-stack listener is that IPv4
-		 * address. */
-		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
-			out[0] = 4;
-			masked(out + 1, in6->sin6_addr.s6_addr + 12, 4,
-			       bits < 32 ? bits : 32);
-			return 5;
-		}
-		out[0] = 6;
-		masked(out + 1, in6->sin6_addr.s6_addr, 16, bits);
-		return 17;
-	}
-	return 0;
+	return agile_clients_address(c->client_prefix, addr, len, out);
 }

@@ -224,12 +224,11 @@ bool agile__clients_admit(struct agile_state_resilience *z,
                           const struct agile_resilience_config *c,
                           const void *key, size_t len, int64_t now_ns,
                           int64_t *retry_ns);
-/* The bytes that name the peer at `addr` under client_prefix= into out
- * (at most 17: the family, then the masked address); their count, 0 for
- * an address of another family. */
+/* The bytes that name the peer at `addr` under client_prefix=
+ * (agile_clients_address); their count, 0 for another family. */
 size_t agile__clients_address(const struct agile_resilience_config *c,
                               const struct sockaddr *addr, socklen_t len,
-                              uint8_t out[17]);
+                              uint8_t out[AGILE_CLIENTS_ADDRESS_MAX]);
 /* Whether data[0, len) is one or more whole HTTP/1.x interim responses
  * (a 1xx status other than 101, headers through the blank line) and
  * nothing else: "HTTP/1.1 100 Continue\r\n\r\n" as a client reads it

@@ -149,6 +149,8 @@ struct agile_config {
 	                             inside the tail target, and a tick within
 	                             the tolerance does not cut on the
 	                             smoothing's memory; 1 */
+	uint32_t rules_off;       /* AGILE_RULE_* bits: each rule named is off
+	                             whatever the preset and its knob say */
 	enum agile_law_kind law;  /* what moves a concurrency limiter's limit:
 	                             AGILE_LAW_AGILE (0, this controller) or
 	                             one of adaptx's windowed laws
@@ -156,6 +158,16 @@ struct agile_config {
 	                             agile law only: adaptx's laws bound
 	                             requests in flight, not a rate */
 };
+
+/* The rules of struct agile_config's rules_off, one bit each.  Rules b and
+ * c work from the knee rule a measures (and only on the answers it has
+ * learned to trust), so turning a off turns them off too; b, c and d can
+ * be turned off alone. */
+#define AGILE_RULE_DELIVERED 0x1u /* a: delivered_share resolves to 0 */
+#define AGILE_RULE_KNEE_RAMP 0x2u /* b: knee_ramp resolves to 1 */
+#define AGILE_RULE_PROBE 0x4u     /* c: probe_acceleration resolves to 1 */
+#define AGILE_RULE_GOODPUT 0x8u   /* d: goodput_cut resolves to 0 */
+#define AGILE_RULES_ALL 0xfu
 
 /* Defaults, each documented where the knob is explained (README). */
 #define AGILE_DEFAULT_MIN_RATE 1 /* or max_rate, when that is lower */
@@ -646,6 +658,16 @@ struct agile_conc_limiter {
  * known law. */
 int agile_conc_init(struct agile_conc_limiter *l,
                     const struct agile_config *config, int64_t now_ns);
+/* As agile_conc_init, with a windowed law's tuning: `tuning`'s smoothing,
+ * increase_rate, decrease_ratio, utilization, tolerance, warmup_samples,
+ * min_latency_decay and jitter (an out-of-range one takes adaptx's default,
+ * as agile_law_options_resolve says); its kind, bounds, target and window
+ * are config's law, bounds, slo_ns and tick_ns whatever it holds.  NULL is
+ * adaptx's defaults, which agile_conc_init uses. */
+int agile_conc_init_law(struct agile_conc_limiter *l,
+                        const struct agile_config *config,
+                        const struct agile_law_options *tuning,
+                        int64_t now_ns);
 /* Admit if in_flight < limit; never blocks.  Each true needs one release. */
 bool agile_conc_try_take(struct agile_conc_limiter *l);
 void agile_conc_release(struct agile_conc_limiter *l);

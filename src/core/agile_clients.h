@@ -40,7 +40,9 @@
 #define AGILE_CLIENTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -104,6 +106,21 @@ bool agile_clients_allow(struct agile_client_table *t, uint64_t key,
 /* The hash of a key's bytes under the table's hash key. */
 uint64_t agile_clients_key(const struct agile_client_table *t,
                            const void *data, size_t len);
+
+/*
+ * The bytes that name a client by its address, for agile_clients_key: the
+ * family (4 or 6), then the address's first `prefix_bits` bits with the
+ * rest zeroed, so every address of one prefix is one client.  prefix_bits
+ * of 0 or less is AGILE_CLIENTS_PREFIX_DEFAULT; IPv4 keeps at most 32.  An
+ * IPv4-mapped IPv6 address (a dual-stack listener's IPv4 client) is that
+ * IPv4 address.  Returns the count written (5 or 17), or 0, writing
+ * nothing, for another family or a `len` too short for its own.
+ */
+#define AGILE_CLIENTS_ADDRESS_MAX 17
+#define AGILE_CLIENTS_PREFIX_DEFAULT 64 /* an IPv6 /64; IPv4 whole */
+size_t agile_clients_address(int prefix_bits, const struct sockaddr *addr,
+                             socklen_t len,
+                             uint8_t out[AGILE_CLIENTS_ADDRESS_MAX]);
 
 #ifdef __cplusplus
 }

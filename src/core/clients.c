@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <string.h>
 
 #include "agile_clients.h"
@@ -256,4 +257,48 @@ bool agile_clients_allow(struct agile_client_table *t, uint64_t key,
 		t->count++;
 	}
 	return spend(t, i, now_ns, retry_ns);
+}
+
+/* The first `bits` bits of src[0, n) into dst, the rest zero. */
+static void masked(uint8_t *dst, const uint8_t *src, size_t n, int bits)
+{
+	for (size_t i = 0; i < n; i++) {
+		int keep = bits - (int)i * 8;
+
+		dst[i] = keep >= 8 ? src[i] : keep <= 0 ? 0
+		         : (uint8_t)(src[i] & (0xff << (8 - keep)));
+	}
+}
+
+size_t agile_clients_address(int prefix_bits, const struct sockaddr *addr,
+                             socklen_t len,
+                             uint8_t out[AGILE_CLIENTS_ADDRESS_MAX])
+{
+	int bits = prefix_bits > 0 ? prefix_bits : AGILE_CLIENTS_PREFIX_DEFAULT;
+
+	if (addr->sa_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *in = (const void *)addr;
+
+		out[0] = 4;
+		masked(out + 1, (const uint8_t *)&in->sin_addr, 4,
+		       bits < 32 ? bits : 32);
+		return 5;
+	}
+	if (addr->sa_family == AF_INET6 &&
+	    len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *in6 = (const void *)addr;
+
+		/* An IPv4 client of a dual-stack listener is that IPv4
+		 * address. */
+		if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+			out[0] = 4;
+			masked(out + 1, in6->sin6_addr.s6_addr + 12, 4,
+			       bits < 32 ? bits : 32);
+			return 5;
+		}
+		out[0] = 6;
+		masked(out + 1, in6->sin6_addr.s6_addr, 16, bits);
+		return 17;
+	}
+	return 0;
 }

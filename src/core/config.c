@@ -17,8 +17,9 @@
  *     probe_rate inherit it, then they are clamped against max_rate and each
  *     other, and initial_rate is derived or clamped into [floor, max].
  *  3. The preset fills the policy fields still at 0, the SLO anchor degrades
- *     to the baseline one when there is no SLO, and the tick hysteresis takes
- *     the default of the anchor in force.
+ *     to the baseline one when there is no SLO, the tick hysteresis takes
+ *     the default of the anchor in force, and rules_off turns off the
+ *     rules it names, whatever the preset gave them.
  *  4. Every field still at 0 takes its AGILE_DEFAULT_* value.
  *
  * Everything here is pure: no clock, no allocation, no I/O.  Text goes into
@@ -700,6 +701,28 @@ static void resolve_rules(const struct agile_config *c,
 	}
 }
 
+/* After pass 3: the rules turned off by name, whatever the preset gave
+ * them (rules_off).  Bits no rule has are reported and ignored. */
+static void apply_rules_off(const struct agile_config *c,
+                            struct agile_resolved *r, struct report *rep)
+{
+	uint32_t off = c->rules_off;
+
+	if ((off & ~AGILE_RULES_ALL) != 0)
+		problem(rep, "rules_off",
+		        "rules_off (0x%x) has bits that name no rule (only 0x1 "
+		        "to 0x8, rules a to d); they would be ignored.",
+		        (unsigned)off);
+	if (off & AGILE_RULE_DELIVERED)
+		r->delivered_share = 0;
+	if (off & AGILE_RULE_KNEE_RAMP)
+		r->knee_ramp = 1;
+	if (off & AGILE_RULE_PROBE)
+		r->probe_acceleration = 1;
+	if (off & AGILE_RULE_GOODPUT)
+		r->goodput_cut = 0;
+}
+
 /* Pass 3: the preset fills what is still unset, then the anchor is checked
  * against the SLO it needs; the anchor as it will run. */
 static enum agile_anchor apply_preset(struct agile_resolved *r,
@@ -791,6 +814,7 @@ static void resolve_into(const struct agile_config *c, enum agile_kind kind,
 	resolve_steps(c, r, rep);
 	resolve_rules(c, r, rep);
 	anchor = apply_preset(r, rep, preset, anchor, slo);
+	apply_rules_off(c, r, rep);
 	apply_defaults(r);
 	r->preset = (uint32_t)preset;
 	r->anchor = (uint32_t)anchor;

@@ -333,12 +333,17 @@ static bool windowed(const struct agile_conc_limiter *l)
 
 /* A windowed law's options from the limiter's resolved configuration: its
  * bounds in requests in flight, its tick as the sample window, and its SLO
- * as Vegas's target; the rest are adaptx's defaults. */
+ * as Vegas's target; the rest are the caller's `tuning`, or adaptx's
+ * defaults without it. */
 static void law_options_for(const struct agile_resolved *r,
                             enum agile_law_kind kind,
+                            const struct agile_law_options *tuning,
                             struct agile_law_options *o)
 {
-	agile_law_options_init(o);
+	if (tuning != NULL)
+		*o = *tuning;
+	else
+		agile_law_options_init(o);
 	o->kind = (uint32_t)kind;
 	o->min_limit = r->floor_rate;
 	o->max_limit = r->max_rate;
@@ -352,6 +357,14 @@ static void law_options_for(const struct agile_resolved *r,
 int agile_conc_init(struct agile_conc_limiter *l,
                     const struct agile_config *config, int64_t now_ns)
 {
+	return agile_conc_init_law(l, config, NULL, now_ns);
+}
+
+int agile_conc_init_law(struct agile_conc_limiter *l,
+                        const struct agile_config *config,
+                        const struct agile_law_options *tuning,
+                        int64_t now_ns)
+{
 	struct agile_law_options options;
 
 	if (config != NULL && (unsigned)config->law >= AGILE_LAW_COUNT)
@@ -362,7 +375,7 @@ int agile_conc_init(struct agile_conc_limiter *l,
 		return rc;
 	l->in_flight = 0;
 	l->peak_in_flight = 0;
-	law_options_for(&l->loop.config, config->law, &options);
+	law_options_for(&l->loop.config, config->law, tuning, &options);
 	agile_law_init(&l->law, &options, now_ns);
 	if (windowed(l)) {
 		l->limit = (uint64_t)agile_law_limit(&l->law);

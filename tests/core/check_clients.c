@@ -4,10 +4,13 @@
  * time of its next token, idle keys dropped after twice the refill
  * window, the bound displacing the least recently seen key, the two
  * eviction counts apart, a garbled table cleared rather than followed,
- * and the settings refused.
+ * the settings refused, and clients named by address prefix (IPv6, IPv4
+ * and IPv4-mapped).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +72,94 @@ START_TEST(clients_burst_then_rate)
 			allowed += allow(t, 9, now, NULL);
 		ck_assert_int_eq(allowed, 2 + 49);
 	}
+	free(t);
+}
+END_TEST
+
+/* The table's key for `text` (IPv4 or IPv6) under `bits` of prefix. */
+static uint64_t address_key(const struct agile_client_table *t,
+                            const char *text, int bits)
+{
+	struct sockaddr_storage ss;
+	uint8_t bytes[AGILE_CLIENTS_ADDRESS_MAX];
+	size_t n;
+
+	memset(&ss, 0, sizeof(ss));
+	if (strchr(text, ':') != NULL) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+		in6->sin6_family = AF_INET6;
+		ck_assert_int_eq(inet_pton(AF_INET6, text, &in6->sin6_addr), 1);
+		n = agile_clients_address(bits, (struct sockaddr *)in6,
+		                          sizeof(*in6), bytes);
+	} else {
+		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+		in->sin_family = AF_INET;
+		ck_assert_int_eq(inet_pton(AF_INET, text, &in->sin_addr), 1);
+		n = agile_clients_address(bits, (struct sockaddr *)in,
+		                          sizeof(*in), bytes);
+	}
+	ck_assert_uint_ne(n, 0);
+	return agile_clients_key(t, bytes, n);
+}
+
+/*
+ * client_prefix=: every address of one prefix is one client.  Under the
+ * default (0: 64 bits) two addresses of 2001:db8:1:2::/64 spend one
+ * bucket (5/s, a burst of 2) while 2001:db8:1:3::/64 has its own; an IPv4
+ * address is whole, and a dual-stack listener's ::ffff:192.0.2.7 is
+ * 192.0.2.7.  At 48 bits the two /64s are one client, at 24 two IPv4
+ * addresses of a /24 are.  A family other than IPv4 and IPv6, or a
+ * length too short for the family, names no client.
+ */
+START_TEST(clients_address_prefix)
+{
+	struct agile_client_table *t = table(16);
+	uint64_t a = address_key(t, "2001:db8:1:2::1", 0);
+	int64_t retry;
+
+	ck_assert_uint_eq(address_key(t, "2001:db8:1:2:ffff:ffff:ffff:9", 0), a);
+	ck_assert_uint_eq(address_key(t, "2001:db8:1:2::1", 64), a);
+	ck_assert_uint_ne(address_key(t, "2001:db8:1:3::1", 0), a);
+	ck_assert(allow(t, address_key(t, "2001:db8:1:2::1", 0), 0, NULL));
+	ck_assert(allow(t, address_key(t, "2001:db8:1:2::77", 0), 0, NULL));
+	ck_assert(!allow(t, address_key(t, "2001:db8:1:2::ab", 0), 0, &retry));
+	ck_assert_int_eq(retry, 200 * MS);
+	ck_assert(allow(t, address_key(t, "2001:db8:1:3::1", 0), 0, NULL));
+	/* 48 bits: 2001:db8:1:2:: and 2001:db8:1:3:: are one client. */
+	ck_assert_uint_eq(address_key(t, "2001:db8:1:3::1", 48),
+	                  address_key(t, "2001:db8:1:2::1", 48));
+	ck_assert_uint_ne(address_key(t, "2001:db8:2:3::1", 48),
+	                  address_key(t, "2001:db8:1:3::1", 48));
+	/* 128 bits: each address alone. */
+	ck_assert_uint_ne(address_key(t, "2001:db8:1:2::2", 128),
+	                  address_key(t, "2001:db8:1:2::1", 128));
+
+	/* IPv4 under 64 bits is the whole address; mapped is the same. */
+	uint64_t v4 = address_key(t, "192.0.2.7", 0);
+	ck_assert_uint_eq(address_key(t, "::ffff:192.0.2.7", 0), v4);
+	ck_assert_uint_ne(address_key(t, "192.0.2.8", 0), v4);
+	ck_assert(allow(t, v4, SEC, NULL));
+	ck_assert(allow(t, address_key(t, "::ffff:192.0.2.7", 0), SEC, NULL));
+	ck_assert(!allow(t, v4, SEC, &retry));
+	ck_assert_int_eq(retry, 200 * MS);
+	/* Nor is it an IPv6 address that ends the same. */
+	ck_assert_uint_ne(address_key(t, "::c000:207", 0), v4);
+	/* 24 bits: a /24 is one client, mapped or not. */
+	ck_assert_uint_eq(address_key(t, "192.0.2.200", 24),
+	                  address_key(t, "::ffff:192.0.2.7", 24));
+	ck_assert_uint_ne(address_key(t, "192.0.3.7", 24),
+	                  address_key(t, "192.0.2.7", 24));
+
+	struct sockaddr_in6 in6 = { .sin6_family = AF_INET6 };
+	struct sockaddr_un_like { sa_family_t family; char path[8]; } un = {
+		.family = AF_UNIX };
+	uint8_t bytes[AGILE_CLIENTS_ADDRESS_MAX];
+	ck_assert_uint_eq(agile_clients_address(0, (struct sockaddr *)&in6,
+	                                        sizeof(in6) - 1, bytes), 0);
+	ck_assert_uint_eq(agile_clients_address(0, (struct sockaddr *)&un,
+	                                        sizeof(un), bytes), 0);
 	free(t);
 }
 END_TEST
@@ -181,6 +272,7 @@ Suite *clients_suite(void)
 	TCase *tc = tcase_create("clients");
 
 	tcase_add_test(tc, clients_burst_then_rate);
+	tcase_add_test(tc, clients_address_prefix);
 	tcase_add_test(tc, clients_idle_keys_dropped);
 	tcase_add_test(tc, clients_bound_evicts_least_recently_seen);
 	tcase_add_test(tc, clients_garbled_table_cleared);

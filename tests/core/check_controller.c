@@ -1436,6 +1436,75 @@ START_TEST(controller_trust_holds_within_the_wider_band)
 }
 END_TEST
 
+/* The default with the rules `off` names turned off (rules_off). */
+static struct agile_resolved rules_off(uint32_t off)
+{
+	struct agile_config cfg = slo_config(AGILE_PRESET_NONE);
+
+	cfg.rules_off = off;
+	return resolved(cfg);
+}
+
+/*
+ * rules_off turns each rule off alone: each scenario of the four rules'
+ * tests above, with that rule off, runs as the seed's law does, while the
+ * others keep their defaults.  Rule a's off takes b and c with it (they
+ * climb to the knee a measures).
+ */
+START_TEST(controller_rules_off_one_by_one)
+{
+	struct agile_resolved r;
+	struct agile_controller c;
+
+	/* a: the deficit tick gets the guard's 30%, not 0.92 x 40 - 100. */
+	r = rules_off(AGILE_RULE_DELIVERED);
+	ck_assert_double_eq(r.delivered_share, 0);
+	ck_assert_double_eq(r.goodput_cut, AGILE_DEFAULT_GOODPUT_CUT);
+	warm(&c, &r, 140);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(40, 300 * MS),
+	                                      140, 40), 98, 1e-9);
+	ck_assert_double_eq(c.knee_rate, 0);
+
+	/* b: below the knee the climb waits for agreement, then adds 5%. */
+	r = rules_off(AGILE_RULE_KNEE_RAMP);
+	ck_assert_double_eq(r.knee_ramp, 1);
+	ck_assert_double_eq(r.delivered_share, AGILE_DEFAULT_DELIVERED_SHARE);
+	warm(&c, &r, 5);
+	c.knee_rate = 40;
+	ck_assert_double_eq(step_measured(&c, &r, samples(5, 30 * MS), 5, 5), 5);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+
+	/* c: at the knee a p50 of 40 ms over a 30 ms baseline no longer
+	 * holds; the plain 5% step is taken. */
+	r = rules_off(AGILE_RULE_PROBE);
+	ck_assert_double_eq(r.probe_acceleration, 1);
+	warm(&c, &r, 92);
+	c.knee_rate = 100;
+	c.up_agree = 2;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(92, 40 * MS), 92,
+	                                      92), 96.6, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+
+	/* d: the second guard cut in a row is the plain 30%, not the floor. */
+	r = rules_off(AGILE_RULE_GOODPUT);
+	ck_assert_double_eq(r.goodput_cut, 0);
+	ck_assert_double_eq(r.knee_ramp, AGILE_DEFAULT_KNEE_RAMP);
+	warm(&c, &r, 100);
+	step_measured(&c, &r, samples(100, 150 * MS), 100, 100);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(70, 150 * MS),
+	                                      70, 70), 49, 1e-9);
+
+	/* A bit no rule has is reported, and changes nothing. */
+	struct agile_config cfg = slo_config(AGILE_PRESET_NONE);
+	struct agile_problem p;
+	cfg.rules_off = 0x10;
+	ck_assert_uint_eq(agile_config_validate(&cfg, &p, 1), 1);
+	ck_assert_str_eq(p.field, "rules_off");
+	r = resolved(cfg);
+	ck_assert_double_eq(r.goodput_cut, AGILE_DEFAULT_GOODPUT_CUT);
+}
+END_TEST
+
 START_TEST(controller_action_names)
 {
 	ck_assert_str_eq(agile_action_name(AGILE_ACTION_OUTAGE), "outage");
@@ -1487,6 +1556,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_knee_ramp_returns_without_agreement);
 	tcase_add_test(tc, controller_probe_at_knee);
 	tcase_add_test(tc, controller_goodput_cut);
+	tcase_add_test(tc, controller_rules_off_one_by_one);
 	tcase_add_test(tc, controller_goodput_cut_spares_the_cold_start_overshoot);
 	tcase_add_test(tc, controller_goodput_cut_spares_the_tail_after_a_cut);
 	tcase_add_test(tc, controller_goodput_cut_keeps_half_while_the_queue_builds);

@@ -1183,6 +1183,46 @@ START_TEST(limiter_conc_law_aimd)
 }
 END_TEST
 
+/*
+ * A windowed law's tuning (agile_conc_init_law): no warm-up, +2 a busy
+ * window and a cut to 0.8 x, where adaptx's defaults would wait for ten
+ * samples, add 1 and halve.  The tuning's own kind and bounds are not the
+ * limiter's: config's law and max still hold (a limit of 100, not 12).
+ */
+START_TEST(limiter_conc_law_tuning)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = config_with_law(AGILE_LAW_AIMD);
+	struct agile_law_options tuning;
+
+	agile_law_options_init(&tuning);
+	tuning.kind = AGILE_LAW_VEGAS;
+	tuning.max_limit = 12;
+	tuning.warmup_samples = 0;
+	tuning.increase_rate = 2;
+	tuning.decrease_ratio = 0.8;
+	ck_assert_int_eq(agile_conc_init_law(&l, &c, &tuning, 0), 0);
+	ck_assert_int_eq(agile_conc_law(&l), AGILE_LAW_AIMD);
+	conc_calls(&l, 10, 10 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 12);
+	conc_calls(&l, 12, 10 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, 2 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 14);
+	ck_assert(agile_conc_try_take(&l));
+	agile_conc_unavailable(&l);
+	agile_conc_release(&l);
+	ck_assert(agile_conc_tick_if_due(&l, 3 * SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 11); /* 0.8 x 14 = 11.2 */
+
+	/* Without tuning, the same first window is still warming up. */
+	ck_assert_int_eq(agile_conc_init_law(&l, &c, NULL, 0), 0);
+	conc_calls(&l, 9, 10 * MS);
+	ck_assert(agile_conc_tick_if_due(&l, SEC));
+	ck_assert_uint_eq(agile_conc_limit(&l), 10);
+}
+END_TEST
+
 /* Vegas through the limiter: the SLO is its target latency, the queue
  * estimate runs on the window mean against the decaying minimum. */
 START_TEST(limiter_conc_law_vegas)
@@ -1339,6 +1379,7 @@ Suite *limiter_suite(void)
 	tcase_add_test(conc, limiter_conc_law_vegas);
 	tcase_add_test(conc, limiter_conc_law_gradient);
 	tcase_add_test(conc, limiter_conc_law_window_not_a_burst);
+	tcase_add_test(conc, limiter_conc_law_tuning);
 	suite_add_tcase(s, conc);
 	return s;
 }
