@@ -14,15 +14,20 @@
 
 # Every key of AGILE_DEST_ and AGILE_LISTEN_ variables, in
 # agilepreload(7)'s order.
-_agilepreload_keys='max min floor probe initial slo anchor preset tail_factor
-tail_tolerance tick up down gain inflation deadband backoff_ticks
-recover_ticks slow_start recover_ramp slow_half_life slow_down_half_life
-max_baseline_rise pace concurrency acquire_timeout breaker breaker_k
-breaker_protection breaker_window quota window over proto exclude
-connect_timeout retry key_rate keys shed shed_response retry_after
-concurrency_min concurrency_initial concurrency_max overload unreachable
-ignore cache_hit client_rate client_prefix client_key clients law
-fleet_max fleet redis_timeout'
+_agilepreload_keys='max min floor probe initial slo anchor preset
+tail_factor tail_tolerance tick up down gain inflation deadband
+backoff_ticks recover_ticks slow_start recover_ramp slow_half_life
+slow_down_half_life max_baseline_rise delivered_share knee_ramp
+probe_acceleration goodput_cut pace concurrency acquire_timeout breaker
+breaker_k breaker_protection breaker_window breaker_floor breaker_probe
+breaker_buckets quota window over proto exclude connect_timeout retry
+retry_base retry_cap retry_factor retry_jitter key_rate keys shed
+shed_window shed_buckets shed_latency shed_cool shed_beta shed_floor
+shed_response retry_after concurrency_min concurrency_initial
+concurrency_max overload unreachable ignore cache_hit client_rate
+client_prefix client_key clients law law_smoothing law_increase
+law_decrease law_utilization law_tolerance law_warmup law_min_decay
+law_jitter fleet_max fleet redis_timeout'
 
 # The words a key's value may be, for the keys that take one of a few.
 _agilepreload_values() {

@@ -11,9 +11,10 @@
  *
  * retry=N retries a connect refused (ECONNREFUSED, as a server restarting
  * refuses) up to N more times on the same socket, waiting between attempts
- * as libagile's backoff preset says: ceilings of 100 ms, 200 ms, 400 ms ...
- * up to 1 s, each drawn within 20% of its ceiling (the jitter keeps clients
- * refused together from retrying together).  Each attempt gets the whole
+ * as libagile's backoff preset says, unless retry_base=, retry_cap=,
+ * retry_factor= or retry_jitter= say otherwise: ceilings of 100 ms, 200 ms,
+ * 400 ms ... up to 1 s, each drawn within 20% of its ceiling (the jitter
+ * keeps clients refused together from retrying together).  Each attempt gets the whole
  * connect_timeout.  The program sees the last attempt's result, and the
  * destination counts one connection, unreachable once if every attempt was
  * refused.
@@ -97,7 +98,7 @@ int agile__resilience_connect(int fd, const struct sockaddr *addr,
 {
 	const struct agile_resilience_config *c =
 		&agile__destinations_rule(dest)->resilience;
-	struct agile_backoff backoff = AGILE_BACKOFF_PRESET;
+	struct agile_backoff backoff;
 	struct agile_state_slot *s;
 	int64_t previous = 0;
 	int flags, rc;
@@ -108,7 +109,7 @@ int agile__resilience_connect(int fd, const struct sockaddr *addr,
 	if (flags < 0 || (flags & O_NONBLOCK))
 		return agile__libc.connect(fd, addr, len);
 	s = agile__destinations_slot(dest);
-	backoff.attempts = c->retry + 1;
+	agile_resilience_backoff(c, &backoff);
 	for (int32_t made = 1;; made++) {
 		int error;
 		int64_t wait;

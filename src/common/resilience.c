@@ -58,6 +58,95 @@ static void core_config(const struct agile_resilience_config *c,
 	out->probe_rate = out->min_rate;
 }
 
+void agile_resilience_law(const struct agile_resilience_config *c,
+                          struct agile_law_options *out)
+{
+	uint32_t given = c->law_given;
+
+	agile_law_options_init(out);
+	if (given & AGILE_LAW_GIVEN_SMOOTHING)
+		out->smoothing = c->law_smoothing;
+	if (given & AGILE_LAW_GIVEN_INCREASE)
+		out->increase_rate = c->law_increase_rate;
+	if (given & AGILE_LAW_GIVEN_DECREASE)
+		out->decrease_ratio = c->law_decrease_ratio;
+	if (given & AGILE_LAW_GIVEN_UTILIZATION)
+		out->utilization = c->law_utilization;
+	if (given & AGILE_LAW_GIVEN_TOLERANCE)
+		out->tolerance = c->law_tolerance;
+	if (given & AGILE_LAW_GIVEN_MIN_DECAY)
+		out->min_latency_decay = c->law_min_latency_decay;
+	if (given & AGILE_LAW_GIVEN_JITTER)
+		out->jitter = c->law_jitter;
+	if (given & AGILE_LAW_GIVEN_WARMUP)
+		out->warmup_samples = c->law_warmup_samples;
+}
+
+void agile_resilience_sre(const struct agile_resilience_config *c,
+                          struct agile_sre *out)
+{
+	struct agile_sre sre = AGILE_SRE_PRESET;
+
+	if (c->breaker_k > 0)
+		sre.k = c->breaker_k;
+	if (c->breaker_floor > 0)
+		sre.floor = c->breaker_floor;
+	/* The parser refuses a floor above breaker_k; the preset's 1.1
+	 * under a k given lower follows it down. */
+	if (sre.floor > sre.k)
+		sre.floor = sre.k;
+	if (c->breaker_protection >= 0)
+		sre.protection = c->breaker_protection;
+	if (c->breaker_window_ns > 0)
+		sre.window_ns = c->breaker_window_ns;
+	if (c->breaker_probe_ns > 0)
+		sre.probe_ns = c->breaker_probe_ns;
+	if (c->breaker_buckets > 0)
+		sre.size = c->breaker_buckets;
+	*out = sre;
+}
+
+void agile_resilience_shed(const struct agile_resilience_config *c,
+                           struct agile_shed *out)
+{
+	struct agile_shed shed = AGILE_SHED_PRESET;
+
+	if (c->shed_cpu_permille > 0 && c->shed_cpu_permille < 1000)
+		shed.cpu = c->shed_cpu_permille;
+	if (c->shed_window_ns > 0)
+		shed.window_ns = c->shed_window_ns;
+	if (c->shed_latency_ns > 0)
+		shed.latency_ns = c->shed_latency_ns;
+	if (c->shed_cool_ns > 0)
+		shed.cool_ns = c->shed_cool_ns;
+	if (c->knobs_given & AGILE_KNOB_SHED_BETA)
+		shed.beta = c->shed_beta;
+	if (c->knobs_given & AGILE_KNOB_SHED_FLOOR)
+		shed.floor = c->shed_floor;
+	if (c->shed_buckets > 0)
+		shed.size = c->shed_buckets;
+	*out = shed;
+}
+
+void agile_resilience_backoff(const struct agile_resilience_config *c,
+                              struct agile_backoff *out)
+{
+	struct agile_backoff b = AGILE_BACKOFF_PRESET;
+
+	b.attempts = c->retry + 1;
+	if (c->retry_base_ns > 0)
+		b.base_ns = c->retry_base_ns;
+	if (c->retry_cap_ns > 0)
+		b.cap_ns = c->retry_cap_ns;
+	if (c->retry_factor > 0)
+		b.factor = c->retry_factor;
+	if (c->retry_jitter > 0)
+		b.jitter = c->retry_jitter - 1;
+	if (c->knobs_given & AGILE_KNOB_RETRY_SPREAD)
+		b.spread = c->retry_spread;
+	*out = b;
+}
+
 static uint32_t features_of(const struct agile_resilience_config *c)
 {
 	uint32_t f = 0;
@@ -91,7 +180,9 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
                                 int64_t now_ns)
 {
 	struct agile_config core;
-	struct agile_sre sre = AGILE_SRE_PRESET;
+	struct agile_law_options law;
+	struct agile_sre sre;
+	struct agile_shed shed;
 	int rc;
 
 	memset(z, 0, sizeof(*z));
@@ -100,13 +191,14 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 	z->conc_law = c->conc_law;
 
 	core_config(c, config, &core);
-	if (agile_conc_init(&z->core, &core, now_ns) < 0) {
+	agile_resilience_law(c, &law);
+	if (agile_conc_init_law(&z->core, &core, &law, now_ns) < 0) {
 		/* Only a listener's own settings can be rejected here, and the
 		 * parser has reported them; a cap at max keeps its promise. */
 		struct agile_config fallback = { .max_rate = core.max_rate,
 		                                 .law = core.law };
 
-		rc = agile_conc_init(&z->core, &fallback, now_ns);
+		rc = agile_conc_init_law(&z->core, &fallback, &law, now_ns);
 		if (rc < 0)
 			return rc;
 	}
@@ -115,22 +207,15 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 	else if (z->conc_mode == AGILE_CONC_ADAPTIVE)
 		z->conc_limit = (int64_t)agile_conc_limit(&z->core);
 
-	if (c->breaker_k > 0)
-		sre.k = c->breaker_k;
-	if (sre.floor > sre.k)
-		sre.floor = sre.k;
-	if (c->breaker_protection >= 0)
-		sre.protection = c->breaker_protection;
-	if (c->breaker_window_ns > 0)
-		sre.window_ns = c->breaker_window_ns;
+	agile_resilience_backoff(c, &z->retry_backoff);
+	agile_resilience_sre(c, &sre);
 	rc = agile_breaker_init(&z->breaker, &sre, now_ns);
 	if (rc < 0)
 		return rc;
-	rc = agile_shedder_init(&z->shedder, NULL, now_ns);
+	agile_resilience_shed(c, &shed);
+	rc = agile_shedder_init(&z->shedder, &shed, now_ns);
 	if (rc < 0)
 		return rc;
-	if (c->shed_cpu_permille > 0 && c->shed_cpu_permille < 1000)
-		z->shedder.shed.cpu = c->shed_cpu_permille;
 	if (c->client_rate > 0) {
 		/* Its hash key is drawn by the first process that uses it
 		 * (clients_hook.c): the core draws nothing. */

@@ -103,12 +103,49 @@ struct agile_resilience_config {
 	int32_t conc_initial;
 	int32_t conc_max;
 	uint32_t pad_conc;
-	/* breaker=sre, breaker_k=, breaker_protection=, breaker_window= */
+	/* law_smoothing=, law_increase=, law_decrease=, law_utilization=,
+	 * law_tolerance=, law_warmup=, law_min_decay=, law_jitter=: a
+	 * windowed law's options (agile_laws.h) beyond its bounds, target
+	 * (slo=) and window (tick=), for concurrency=adaptive and listeners;
+	 * an option not given is adaptx's default */
+	uint32_t law_given;          /* AGILE_LAW_GIVEN_* bits */
+	uint32_t pad_law;
+	double law_smoothing;
+	double law_increase_rate;
+	double law_decrease_ratio;
+	double law_utilization;
+	double law_tolerance;
+	double law_min_latency_decay;
+	double law_jitter;
+	int64_t law_warmup_samples;
+	/* breaker=sre, breaker_k=, breaker_protection=, breaker_window=,
+	 * breaker_floor=, breaker_probe=, breaker_buckets= */
 	uint32_t breaker;            /* 1: breaker=sre */
-	uint32_t pad0;
+	int32_t breaker_buckets;     /* 0: the preset's 40 */
 	double breaker_k;            /* 0: the preset's 1.5 */
 	double breaker_protection;   /* < 0: unset, the preset's 5 */
 	int64_t breaker_window_ns;   /* 0: the preset's 10 s */
+	double breaker_floor;        /* 0: the preset's 1.1 (at most k) */
+	int64_t breaker_probe_ns;    /* 0: the preset's 1 s */
+	/* shed_window=, shed_buckets=, shed_latency=, shed_cool=,
+	 * shed_beta=, shed_floor=: the CPU shedder's (shed=cpu) */
+	int64_t shed_window_ns;      /* 0: the preset's 5 s */
+	int64_t shed_latency_ns;     /* 0: the preset's 1 s */
+	int64_t shed_cool_ns;        /* 0: the preset's 1 s */
+	double shed_beta;            /* AGILE_KNOB_SHED_BETA given, else 0.9 */
+	double shed_floor;           /* AGILE_KNOB_SHED_FLOOR given, else 0.1 */
+	int32_t shed_buckets;        /* 0: the preset's 50 */
+	/* retry_base=, retry_cap=, retry_factor=, retry_jitter=: retry='s
+	 * backoff between refused connects */
+	uint32_t retry_jitter;       /* enum agile_jitter + 1; 0: SPREAD */
+	int64_t retry_base_ns;       /* 0: the preset's 100 ms */
+	int64_t retry_cap_ns;        /* 0: the preset's 1 s */
+	double retry_factor;         /* 0: the preset's 2 */
+	double retry_spread;         /* AGILE_KNOB_RETRY_SPREAD given, else
+	                                0.2 */
+	uint32_t knobs_given;        /* AGILE_KNOB_* bits: settings whose 0
+	                                is a value, not "unset" */
+	uint32_t pad_knobs;
 	/* quota=N/PERIOD[,align], window=N/SPAN, over= */
 	int32_t quota;               /* 0: no quota */
 	uint32_t quota_align;        /* 1: periods on the wall clock's grid */
@@ -155,6 +192,33 @@ struct agile_resilience_config {
 	char cache_hit[AGILE_CACHE_HIT_MAX][AGILE_CACHE_HIT_LEN];
 };
 
+/* law_given: which of a windowed law's options a rule gives. */
+#define AGILE_LAW_GIVEN_SMOOTHING 0x01u
+#define AGILE_LAW_GIVEN_INCREASE 0x02u
+#define AGILE_LAW_GIVEN_DECREASE 0x04u
+#define AGILE_LAW_GIVEN_UTILIZATION 0x08u
+#define AGILE_LAW_GIVEN_TOLERANCE 0x10u
+#define AGILE_LAW_GIVEN_MIN_DECAY 0x20u
+#define AGILE_LAW_GIVEN_JITTER 0x40u
+#define AGILE_LAW_GIVEN_WARMUP 0x80u
+/* knobs_given: the settings whose zero is a value. */
+#define AGILE_KNOB_SHED_BETA 0x1u
+#define AGILE_KNOB_SHED_FLOOR 0x2u
+#define AGILE_KNOB_RETRY_SPREAD 0x4u
+
+/* The libagile settings a rule's keys make, each its preset with the
+ * rule's keys applied (pure; the state's initialisation, the connect hook
+ * and agilestat --config share them).  agile_resilience_backoff's
+ * attempts are retry= + 1. */
+void agile_resilience_law(const struct agile_resilience_config *c,
+                          struct agile_law_options *out);
+void agile_resilience_sre(const struct agile_resilience_config *c,
+                          struct agile_sre *out);
+void agile_resilience_shed(const struct agile_resilience_config *c,
+                           struct agile_shed *out);
+void agile_resilience_backoff(const struct agile_resilience_config *c,
+                              struct agile_backoff *out);
+
 /* Whether `status` is in the rule's list (its default when the rule
  * gives none; c NULL: every default).  In http.c. */
 bool agile__http_in_list(const struct agile_resilience_config *c,
@@ -200,7 +264,7 @@ struct agile_state_lock {
  *                  features
  *       64    64   breaker: lock, allowed, refused, failures, passes
  *      128    64   quota: lock, refused, waited, struct agile_period_quota
- *      192    64   window: lock, refused, waited
+ *      192    64   window: lock, refused, waited; retry='s backoff
  *      256    64   http: paused_until, pauses, cache hits, excluded, 5xx,
  *                  ignored
  *      320    64   connect: retries, timeouts; keys: refused, idle and
@@ -248,7 +312,9 @@ struct agile_state_resilience {
 	struct agile_state_lock window_lock;
 	uint64_t window_refused;
 	uint64_t window_waited;
-	uint64_t pad2[5];
+	/* retry='s backoff as the rule made it (agile_resilience_backoff),
+	 * for agilestat --config: the connect section has no room left. */
+	struct agile_backoff retry_backoff;
 	/* HTTP (256) */
 	int64_t paused_until_ns;  /* monotonic; the bucket waits until then */
 	uint64_t http_pauses;     /* 429/503 responses with a Retry-After */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "goodbye.h"
+#include "internal.h"
 #include "rules_internal.h"
 
 /*
@@ -157,6 +158,58 @@ static void check_verdicts(struct reporter *r,
 		       "expected proto=http as well");
 }
 
+/* The seed knobs together: each needs the feature it tunes, and the
+ * breaker's floor and the backoff's bounds come in order.  A knob out of
+ * order is reported and dropped, so the preset's values stand. */
+static void check_seed_knobs(struct reporter *r, struct agile_rule *rule)
+{
+	struct agile_resilience_config *c = &rule->resilience;
+	const struct agile_sre sre = AGILE_SRE_PRESET;
+	const struct agile_backoff backoff = AGILE_BACKOFF_PRESET;
+	double breaker_k = c->breaker_k > 0 ? c->breaker_k : sre.k;
+	int64_t base = c->retry_base_ns > 0 ? c->retry_base_ns
+	                                    : backoff.base_ns;
+	int64_t cap = c->retry_cap_ns > 0 ? c->retry_cap_ns : backoff.cap_ns;
+	bool windowed = c->conc_law != AGILE_LAW_AGILE &&
+	                (rule->inbound || c->conc_mode == AGILE_CONC_ADAPTIVE);
+	const char *k;
+
+	if ((k = agile__rules_knob_given(c, "law_")) != NULL && !windowed)
+		report(r, "key \"%s\" has no effect without a windowed law; "
+		       "expected %s as well", k, rule->inbound
+		       ? "law=aimd, vegas or gradient"
+		       : "concurrency=adaptive,law=aimd (or vegas or gradient)");
+	if ((k = agile__rules_knob_given(c, "breaker_")) != NULL &&
+	    !c->breaker)
+		report(r, "key \"%s\" has no effect without breaker=sre; "
+		       "expected breaker=sre as well", k);
+	if (c->breaker_floor > breaker_k) {
+		char floor_text[AGILE__NUMBER_TEXT], k_text[AGILE__NUMBER_TEXT];
+
+		agile__format_number(floor_text, c->breaker_floor);
+		agile__format_number(k_text, breaker_k);
+		report(r, "key \"breaker_floor\": %s is above breaker_k (%s); "
+		       "expected a floor the weight can decay to (the "
+		       "preset's stands)", floor_text, k_text);
+		c->breaker_floor = 0;
+	}
+	if ((k = agile__rules_knob_given(c, "shed_")) != NULL && !c->shed_cpu)
+		report(r, "key \"%s\" has no effect without shed=cpu; "
+		       "expected shed=cpu as well", k);
+	if ((k = agile__rules_knob_given(c, "retry_")) != NULL && c->retry <= 0)
+		report(r, "key \"%s\" has no effect without retry=N; "
+		       "expected retry=N as well", k);
+	if (base > cap) {
+		char base_text[AGILE__NUMBER_TEXT], cap_text[AGILE__NUMBER_TEXT];
+
+		agile__format_duration(base_text, base);
+		agile__format_duration(cap_text, cap);
+		report(r, "retry_base=%s is above retry_cap=%s; expected base <= "
+		       "cap (the preset's stand)", base_text, cap_text);
+		c->retry_base_ns = c->retry_cap_ns = 0;
+	}
+}
+
 void agile__rules_check_resilience(struct reporter *r,
                                    struct agile_rule *rule)
 {
@@ -183,6 +236,7 @@ void agile__rules_check_resilience(struct reporter *r,
 		       "expected proto=http as well");
 	check_verdicts(r, c);
 	check_conc_bounds(r, c);
+	check_seed_knobs(r, rule);
 	if (c->shed_response == AGILE_SHED_CLOSE && c->retry_after_ns > 0)
 		report(r, "key \"retry_after\" needs an HTTP shed_response; "
 		       "expected shed_response=503 (or another status) as well");

@@ -153,6 +153,8 @@ enum key_type {
 	KEY_TICK,     /* a KEY_DURATION of 0 (unset) or from AGILE_TICK_MIN_NS
 	                 to AGILE_TICK_MAX_NS */
 	KEY_DECIMAL,  /* double, >= 0 */
+	KEY_RULE,     /* a KEY_DECIMAL of one of the controller's rules a-d,
+	                 or "off" (struct agile_config's rules_off) */
 	KEY_ANCHOR,
 	KEY_PRESET,
 	KEY_PACE,
@@ -206,6 +208,12 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
  * value cannot be read. */
 bool agile__rules_resilience(struct reporter *r, struct agile_rule *rule,
                              const struct key_spec *key, const char *value);
+/* The first seed knob whose name starts with `prefix` (law_, breaker_,
+ * shed_, retry_) that the rule gave, or NULL; the knobs are the windowed
+ * laws', the breaker's, the shedder's and retry='s that only need a value
+ * in range (and retry_jitter=). */
+const char *agile__rules_knob_given(const struct agile_resilience_config *c,
+                                    const char *prefix);
 
 /* ------------------------------------------------------------------------ */
 /* What a rule's settings say together (rules_checks.c)                      */

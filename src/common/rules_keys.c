@@ -28,6 +28,12 @@
 	"expected none or a comma-separated list of HTTP statuses from 100 " \
 	"to 599 such as 502,504"
 #define DURATION_EXPECTED "expected a duration such as 250us, 200ms or 1.5s"
+/* breaker_buckets=, shed_buckets=: a rolling window's buckets. */
+#define BUCKETS_EXPECTED \
+	"expected a whole number of buckets from 1 to " \
+	AGILE_STRINGIFY(AGILE_ROLLING_MAX_BUCKETS)
+#define FRACTION_EXPECTED "expected a decimal number from 0 to 1"
+#define LAW_OPEN_ONE "expected a decimal number greater than 0, at most 1,"
 #define RATE_EXPECTED_MAX "expected a rate greater than 0: " RATE_FORMS
 #define RATE_EXPECTED "expected a rate, 0 or more: " RATE_FORMS
 
@@ -85,6 +91,18 @@ const struct key_spec agile__rules_keys[] = {
 	  CONFIG_FIELD(slow_down_half_life_ns), DURATION_EXPECTED, SCOPE_BOTH },
 	{ "max_baseline_rise", KEY_DECIMAL, CONFIG_FIELD(max_baseline_rise),
 	  "expected a decimal number, 0 or more, such as 0.002", SCOPE_BOTH },
+	{ "delivered_share", KEY_RULE, CONFIG_FIELD(delivered_share),
+	  "expected off or a decimal number from 0 to 1 such as 0.92 (off "
+	  "also turns off knee_ramp and probe_acceleration)", SCOPE_BOTH },
+	{ "knee_ramp", KEY_RULE, CONFIG_FIELD(knee_ramp),
+	  "expected off or a decimal number, 1 or more, such as 2",
+	  SCOPE_BOTH },
+	{ "probe_acceleration", KEY_RULE, CONFIG_FIELD(probe_acceleration),
+	  "expected off or a decimal number, 1 or more, such as 2",
+	  SCOPE_BOTH },
+	{ "goodput_cut", KEY_RULE, CONFIG_FIELD(goodput_cut),
+	  "expected off or a decimal number from 0 to 1 such as 1",
+	  SCOPE_BOTH },
 	{ "pace", KEY_PACE, 0, "expected request or connect", SCOPE_DEST },
 	/* The resilience keys (resilience.h), in agilepreload(7)'s order.
 	 * FIRST_RESILIENCE_KEY below names the first one. */
@@ -100,6 +118,11 @@ const struct key_spec agile__rules_keys[] = {
 	  "expected a decimal number of calls, 0 or more, such as 5",
 	  SCOPE_DEST },
 	{ "breaker_window", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
+	{ "breaker_floor", KEY_RESILIENCE, 0,
+	  "expected a decimal number from 1 to breaker_k (1.5 by default), "
+	  "such as 1.1", SCOPE_DEST },
+	{ "breaker_probe", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
+	{ "breaker_buckets", KEY_RESILIENCE, 0, BUCKETS_EXPECTED, SCOPE_DEST },
 	{ "quota", KEY_RESILIENCE, 0,
 	  "expected N/PERIOD[,align] such as 1000/1d or 20/s,align",
 	  SCOPE_DEST },
@@ -118,6 +141,13 @@ const struct key_spec agile__rules_keys[] = {
 	{ "connect_timeout", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
 	{ "retry", KEY_RESILIENCE, 0,
 	  "expected a whole number of retries from 0 to 100", SCOPE_DEST },
+	{ "retry_base", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
+	{ "retry_cap", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_DEST },
+	{ "retry_factor", KEY_RESILIENCE, 0,
+	  "expected a decimal number from 1 to 100, such as 2", SCOPE_DEST },
+	{ "retry_jitter", KEY_RESILIENCE, 0,
+	  "expected rigid, full, equal, decorrelated, spread or spread:F with "
+	  "F from 0 to 1, such as spread:0.2", SCOPE_DEST },
 	{ "key_rate", KEY_RESILIENCE, 0,
 	  "expected R[,burst=B]: a decimal number of connects per second per "
 	  "address greater than 0, B 1 or more (the rate by default)",
@@ -127,6 +157,14 @@ const struct key_spec agile__rules_keys[] = {
 	  SCOPE_DEST },
 	{ "shed", KEY_RESILIENCE, 0, "expected cpu or cpu:PERMILLE with "
 	  "PERMILLE from 1 to 999, such as cpu:800", SCOPE_LISTEN },
+	{ "shed_window", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	{ "shed_buckets", KEY_RESILIENCE, 0, BUCKETS_EXPECTED, SCOPE_LISTEN },
+	{ "shed_latency", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	{ "shed_cool", KEY_RESILIENCE, 0, DURATION_EXPECTED, SCOPE_LISTEN },
+	{ "shed_beta", KEY_RESILIENCE, 0, FRACTION_EXPECTED " such as 0.9",
+	  SCOPE_LISTEN },
+	{ "shed_floor", KEY_RESILIENCE, 0, FRACTION_EXPECTED " such as 0.1",
+	  SCOPE_LISTEN },
 	{ "shed_response", KEY_RESILIENCE, 0,
 	  "expected close or an HTTP status from 400 to 599 such as 503",
 	  SCOPE_LISTEN },
@@ -159,6 +197,24 @@ const struct key_spec agile__rules_keys[] = {
 	  AGILE_STRINGIFY(AGILE_CLIENTS_MAX), SCOPE_LISTEN },
 	{ "law", KEY_RESILIENCE, 0, "expected agile, aimd, vegas or gradient",
 	  SCOPE_LISTEN },
+	{ "law_smoothing", KEY_RESILIENCE, 0, LAW_OPEN_ONE " such as 0.2",
+	  SCOPE_BOTH },
+	{ "law_increase", KEY_RESILIENCE, 0,
+	  "expected a decimal number greater than 0 such as 1", SCOPE_BOTH },
+	{ "law_decrease", KEY_RESILIENCE, 0,
+	  "expected a decimal number greater than 0 and below 1 such as 0.5",
+	  SCOPE_BOTH },
+	{ "law_utilization", KEY_RESILIENCE, 0, LAW_OPEN_ONE " such as 0.9",
+	  SCOPE_BOTH },
+	{ "law_tolerance", KEY_RESILIENCE, 0, LAW_OPEN_ONE " such as 0.1",
+	  SCOPE_BOTH },
+	{ "law_warmup", KEY_RESILIENCE, 0,
+	  "expected a whole number of samples from 0 to 1000000 such as 10",
+	  SCOPE_BOTH },
+	{ "law_min_decay", KEY_RESILIENCE, 0, FRACTION_EXPECTED " such as "
+	  "0.001", SCOPE_BOTH },
+	{ "law_jitter", KEY_RESILIENCE, 0, FRACTION_EXPECTED " such as 0.1",
+	  SCOPE_BOTH },
 	/* The fleet keys (fleet_config.h; window=N/SPAN,shared is read there
 	 * too); their expectations are fleet_config.c's. */
 	{ "fleet_max", KEY_FLEET, 0, "", SCOPE_DEST },
@@ -314,6 +370,18 @@ static bool parse_fleet(struct reporter *r, struct agile_rule *rule,
 	return false;
 }
 
+/* The rules_off bit of a KEY_RULE key: its field names its rule. */
+static uint32_t rule_bit(const struct key_spec *key)
+{
+	if (key->offset == CONFIG_FIELD(delivered_share))
+		return AGILE_RULE_DELIVERED;
+	if (key->offset == CONFIG_FIELD(knee_ramp))
+		return AGILE_RULE_KNEE_RAMP;
+	if (key->offset == CONFIG_FIELD(probe_acceleration))
+		return AGILE_RULE_PROBE;
+	return AGILE_RULE_GOODPUT;
+}
+
 bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
                         const struct key_spec *key, const char *value)
 {
@@ -358,6 +426,16 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
 			*(int64_t *)(void *)field = ns;
 		break;
 	case KEY_DECIMAL:
+		why = agile__lex_decimal(value, &decimal);
+		if (why == NUMBER_OK)
+			*(double *)(void *)field = decimal;
+		break;
+	case KEY_RULE:
+		if (agile__name_is(value, "off")) {
+			rule->config.rules_off |= rule_bit(key);
+			*(double *)(void *)field = 0;
+			break;
+		}
 		why = agile__lex_decimal(value, &decimal);
 		if (why == NUMBER_OK)
 			*(double *)(void *)field = decimal;

@@ -218,6 +218,72 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 		       ULL(r.client_idle), ULL(r.client_capacity));
 }
 
+/* A duration as agile_duration_format writes it, in one of two buffers a
+ * printf may use at once. */
+static const char *duration(int64_t ns, char buf[32])
+{
+	agile_duration_format(ns, buf, 32);
+	return buf;
+}
+
+/* The seed knobs a slot runs with, under the keys that set them: the
+ * windowed law's options, the breaker's, the shedder's and retry='s
+ * backoff, each as the state holds it (so as every process uses it). */
+static void seed_knobs_config(const struct agile_state_slot *s,
+                              uint32_t features)
+{
+	static const char *const jitters[] = {
+		"rigid", "full", "equal", "decorrelated", "spread"
+	};
+	const struct agile_state_resilience *z = &s->resilience;
+	char a[32], b[32], c[32];
+
+	if ((features & AGILE_FEATURE_CONCURRENCY) &&
+	    agile_conc_law(&z->core) != AGILE_LAW_AGILE) {
+		const struct agile_law_options *o = &z->core.law.config;
+
+		printf("  law %s: law_smoothing=%g law_increase=%g "
+		       "law_decrease=%g law_utilization=%g law_tolerance=%g "
+		       "law_warmup=%lld law_min_decay=%g law_jitter=%g "
+		       "(window %s, target %s)\n", agile_law_name((int)o->kind),
+		       o->smoothing, o->increase_rate, o->decrease_ratio,
+		       o->utilization, o->tolerance,
+		       (long long)o->warmup_samples, o->min_latency_decay,
+		       o->jitter, duration(o->sample_window_ns, a),
+		       duration(o->target_latency_ns, b));
+	}
+	if (features & AGILE_FEATURE_BREAKER) {
+		const struct agile_sre *o = &z->breaker.sre;
+
+		printf("  breaker sre: breaker_k=%g breaker_floor=%g "
+		       "breaker_protection=%g breaker_probe=%s "
+		       "breaker_window=%s breaker_buckets=%d\n", o->k, o->floor,
+		       o->protection, duration(o->probe_ns, a),
+		       duration(o->window_ns, b), (int)o->size);
+	}
+	if (features & AGILE_FEATURE_SHED_CPU) {
+		const struct agile_shed *o = &z->shedder.shed;
+
+		printf("  shed cpu:%d: shed_window=%s shed_buckets=%d "
+		       "shed_latency=%s shed_cool=%s shed_beta=%g "
+		       "shed_floor=%g\n", (int)o->cpu, duration(o->window_ns, a),
+		       (int)o->size, duration(o->latency_ns, b),
+		       duration(o->cool_ns, c), o->beta, o->floor);
+	}
+	if ((features & AGILE_FEATURE_CONNECT) && z->retry_backoff.attempts > 1) {
+		const struct agile_backoff *o = &z->retry_backoff;
+		uint32_t j = o->jitter < 5 ? o->jitter : AGILE_JITTER_RIGID;
+
+		printf("  retry=%d: retry_base=%s retry_cap=%s retry_factor=%g "
+		       "retry_jitter=%s", (int)o->attempts - 1,
+		       duration(o->base_ns, a), duration(o->cap_ns, b),
+		       o->factor, jitters[j]);
+		if (j == AGILE_JITTER_SPREAD)
+			printf(":%g", o->spread);
+		printf("\n");
+	}
+}
+
 void agilestat_resilience_config(const struct agile_state_slot *s)
 {
 	const struct agile_client_table *t = &s->resilience.clients;
@@ -235,6 +301,7 @@ void agilestat_resilience_config(const struct agile_state_slot *s)
 		       "law=%s\n", c->min_rate, c->initial_rate, c->max_rate,
 		       agile_resilience_conc_name(&s->resilience));
 	}
+	seed_knobs_config(s, features);
 	if (!(features & AGILE_FEATURE_CLIENTS))
 		return;
 	printf("  client_rate=%g,burst=%g clients=%u (idle after %.3fs)\n",

@@ -502,6 +502,205 @@ START_TEST(listen_law)
 }
 END_TEST
 
+/* An error line that names the key and the value, printed in full so a
+ * change of wording shows. */
+#define ck_assert_knob_error(value, expected)                                 \
+	ck_assert_only_message(value, "AGILE_DEST_API: " expected)
+
+#define AIMD_RULE "127.0.0.1:80 max=5 concurrency=adaptive,law=aimd "
+
+/* The windowed laws' options: each read into its field with its bit of
+ * law_given (an option not given keeps adaptx's default), each range
+ * refused in one line, and every one of them needs a windowed law. */
+START_TEST(law_option_keys)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	parse_ok(AIMD_RULE "law_smoothing=0.3 law_increase=2 law_decrease=0.7 "
+	         "law_utilization=0.8 law_tolerance=0.2 law_warmup=0 "
+	         "law_min_decay=0 law_jitter=0");
+	ck_assert_double_eq_tol(c->law_smoothing, 0.3, 1e-12);
+	ck_assert(c->law_increase_rate == 2);
+	ck_assert_double_eq_tol(c->law_decrease_ratio, 0.7, 1e-12);
+	ck_assert_double_eq_tol(c->law_utilization, 0.8, 1e-12);
+	ck_assert_double_eq_tol(c->law_tolerance, 0.2, 1e-12);
+	ck_assert_int_eq(c->law_warmup_samples, 0);
+	ck_assert(c->law_min_latency_decay == 0);
+	ck_assert(c->law_jitter == 0);
+	ck_assert_uint_eq(c->law_given, 0xff);
+	parse_ok(AIMD_RULE "law_jitter=0.5");
+	ck_assert_uint_eq(c->law_given, AGILE_LAW_GIVEN_JITTER);
+	/* A listener's law takes them too. */
+	ck_assert_int_eq(parse_listen(":80 max=8 law=gradient law_tolerance=0.3"),
+	                 0);
+	ck_assert_double_eq_tol(c->law_tolerance, 0.3, 1e-12);
+
+	ck_assert_knob_error(AIMD_RULE "law_decrease=1",
+	                     "key \"law_decrease\": \"1\" is not valid; "
+	                     "expected a decimal number greater than 0 and below "
+	                     "1 such as 0.5");
+	ck_assert_uint_eq(c->law_given, 0);
+	ck_assert_knob_error(AIMD_RULE "law_smoothing=0",
+	                     "key \"law_smoothing\": \"0\" is not valid; "
+	                     "expected a decimal number greater than 0, at most "
+	                     "1, such as 0.2");
+	ck_assert_knob_error(AIMD_RULE "law_jitter=1.5",
+	                     "key \"law_jitter\": \"1.5\" is not valid; "
+	                     "expected a decimal number from 0 to 1 such as 0.1");
+	ck_assert_knob_error(AIMD_RULE "law_warmup=2.5",
+	                     "key \"law_warmup\": \"2.5\" is not a whole number; "
+	                     "expected a whole number of samples from 0 to "
+	                     "1000000 such as 10");
+	ck_assert_knob_error(AIMD_RULE "law_increase=-1",
+	                     "key \"law_increase\": \"-1\" is negative; "
+	                     "expected a decimal number greater than 0 such as 1");
+	ck_assert_knob_error("127.0.0.1:80 max=5 concurrency=adaptive "
+	                     "law_utilization=0.5",
+	                     "key \"law_utilization\" has no effect without a "
+	                     "windowed law; expected concurrency=adaptive,"
+	                     "law=aimd (or vegas or gradient) as well");
+}
+END_TEST
+
+#define BREAKER_RULE "127.0.0.1:80 max=5 breaker=sre "
+
+/* breaker_floor=, breaker_probe=, breaker_buckets=: read, bounded, the
+ * floor at most breaker_k, and only with breaker=sre. */
+START_TEST(breaker_knob_keys)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	parse_ok(BREAKER_RULE "breaker_k=2 breaker_floor=1.8 breaker_probe=3s "
+	         "breaker_buckets=128");
+	ck_assert_double_eq_tol(c->breaker_floor, 1.8, 1e-12);
+	ck_assert_int_eq(c->breaker_probe_ns, 3 * AGILE_NS_PER_S);
+	ck_assert_int_eq(c->breaker_buckets, 128);
+	ck_assert_knob_error(BREAKER_RULE "breaker_buckets=129",
+	                     "key \"breaker_buckets\": \"129\" is not valid; "
+	                     "expected a whole number of buckets from 1 to 128");
+	ck_assert_knob_error(BREAKER_RULE "breaker_buckets=0",
+	                     "key \"breaker_buckets\": \"0\" is not valid; "
+	                     "expected a whole number of buckets from 1 to 128");
+	ck_assert_knob_error(BREAKER_RULE "breaker_floor=0.5",
+	                     "key \"breaker_floor\": \"0.5\" is not valid; "
+	                     "expected a decimal number from 1 to breaker_k (1.5 "
+	                     "by default), such as 1.1");
+	ck_assert_knob_error(BREAKER_RULE "breaker_floor=1.6",
+	                     "key \"breaker_floor\": 1.6 is above breaker_k "
+	                     "(1.5); expected a floor the weight can decay to "
+	                     "(the preset's stands)");
+	ck_assert(c->breaker_floor == 0);
+	ck_assert_knob_error(BREAKER_RULE "breaker_probe=3",
+	                     "key \"breaker_probe\": \"3\" has no unit; expected a "
+	                     "duration such as 250us, 200ms or 1.5s");
+	ck_assert_knob_error("127.0.0.1:80 max=5 breaker_buckets=4",
+	                     "key \"breaker_buckets\" has no effect without "
+	                     "breaker=sre; expected breaker=sre as well");
+}
+END_TEST
+
+#define RETRY_RULE "127.0.0.1:80 max=5 retry=3 "
+
+/* retry_base=, retry_cap=, retry_factor=, retry_jitter=: read, bounded,
+ * base <= cap, and only with retry=. */
+START_TEST(retry_knob_keys)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	parse_ok(RETRY_RULE "retry_base=50ms retry_cap=2s retry_factor=3 "
+	         "retry_jitter=decorrelated");
+	ck_assert_int_eq(c->retry_base_ns, 50 * AGILE_NS_PER_MS);
+	ck_assert_int_eq(c->retry_cap_ns, 2 * AGILE_NS_PER_S);
+	ck_assert(c->retry_factor == 3);
+	ck_assert_uint_eq(c->retry_jitter, AGILE_JITTER_DECORRELATED + 1);
+	parse_ok(RETRY_RULE "retry_jitter=SPREAD:0.5");
+	ck_assert_uint_eq(c->retry_jitter, AGILE_JITTER_SPREAD + 1);
+	ck_assert(c->retry_spread == 0.5);
+	ck_assert_uint_eq(c->knobs_given, AGILE_KNOB_RETRY_SPREAD);
+	parse_ok(RETRY_RULE "retry_jitter=rigid");
+	ck_assert_uint_eq(c->retry_jitter, AGILE_JITTER_RIGID + 1);
+
+	ck_assert_knob_error(RETRY_RULE "retry_jitter=wobbly",
+	                     "key \"retry_jitter\": \"wobbly\" is not valid; "
+	                     "expected rigid, full, equal, decorrelated, spread "
+	                     "or spread:F with F from 0 to 1, such as "
+	                     "spread:0.2");
+	ck_assert_knob_error(RETRY_RULE "retry_jitter=spread:2",
+	                     "key \"retry_jitter\": \"spread:2\" is not valid; "
+	                     "expected rigid, full, equal, decorrelated, spread "
+	                     "or spread:F with F from 0 to 1, such as "
+	                     "spread:0.2");
+	ck_assert_uint_eq(c->retry_jitter, 0);
+	ck_assert_knob_error(RETRY_RULE "retry_factor=0.5",
+	                     "key \"retry_factor\": \"0.5\" is not valid; "
+	                     "expected a decimal number from 1 to 100, such as "
+	                     "2");
+	ck_assert_knob_error(RETRY_RULE "retry_base=2s",
+	                     "retry_base=2s is above retry_cap=1s; expected base "
+	                     "<= cap (the preset's stand)");
+	ck_assert_int_eq(c->retry_base_ns, 0);
+	ck_assert_knob_error("127.0.0.1:80 max=5 retry_cap=5s",
+	                     "key \"retry_cap\" has no effect without retry=N; "
+	                     "expected retry=N as well");
+}
+END_TEST
+
+/* shed_window=, shed_buckets=, shed_latency=, shed_cool=, shed_beta=,
+ * shed_floor=: listeners only, read, bounded, and only with shed=cpu. */
+START_TEST(shed_knob_keys)
+{
+	const struct agile_resilience_config *c = &rule.resilience;
+
+	ck_assert_int_eq(parse_listen(":80 max=8 shed=cpu shed_window=2s "
+	                              "shed_buckets=20 shed_latency=50ms "
+	                              "shed_cool=3s shed_beta=0 shed_floor=1"),
+	                 0);
+	ck_assert_int_eq(c->shed_window_ns, 2 * AGILE_NS_PER_S);
+	ck_assert_int_eq(c->shed_buckets, 20);
+	ck_assert_int_eq(c->shed_latency_ns, 50 * AGILE_NS_PER_MS);
+	ck_assert_int_eq(c->shed_cool_ns, 3 * AGILE_NS_PER_S);
+	ck_assert(c->shed_beta == 0);
+	ck_assert(c->shed_floor == 1);
+	ck_assert_uint_eq(c->knobs_given,
+	                  AGILE_KNOB_SHED_BETA | AGILE_KNOB_SHED_FLOOR);
+
+	ck_assert_int_eq(parse_listen(":80 max=8 shed=cpu shed_beta=1.1"), 1);
+	ck_assert_str_eq(msgs.line[0], "AGILE_LISTEN_WEB: key \"shed_beta\": "
+	                 "\"1.1\" is not valid; expected a decimal number from "
+	                 "0 to 1 such as 0.9");
+	ck_assert_uint_eq(c->knobs_given, 0);
+	ck_assert_int_eq(parse_listen(":80 max=8 shed_cool=2s"), 1);
+	ck_assert_str_eq(msgs.line[0], "AGILE_LISTEN_WEB: key \"shed_cool\" has "
+	                 "no effect without shed=cpu; expected shed=cpu as well");
+	/* A destination has no shedder. */
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 shed_window=1s"), 1);
+	ck_assert_said("shed_window");
+}
+END_TEST
+
+/* The controller's rules a-d: a value, or off. */
+START_TEST(controller_rule_keys)
+{
+	parse_ok("127.0.0.1:80 max=5 slo=100ms delivered_share=0.8 "
+	         "knee_ramp=3 probe_acceleration=off goodput_cut=off");
+	ck_assert_double_eq_tol(rule.config.delivered_share, 0.8, 1e-12);
+	ck_assert(rule.config.knee_ramp == 3);
+	ck_assert_uint_eq(rule.config.rules_off,
+	                  AGILE_RULE_PROBE | AGILE_RULE_GOODPUT);
+	parse_ok("127.0.0.1:80 max=5 slo=100ms delivered_share=OFF");
+	ck_assert_uint_eq(rule.config.rules_off, AGILE_RULE_DELIVERED);
+	ck_assert_knob_error("127.0.0.1:80 max=5 knee_ramp=maybe",
+	                     "key \"knee_ramp\": \"maybe\" is not a number; "
+	                     "expected off or a decimal number, 1 or more, such "
+	                     "as 2");
+	/* Ranges are the core's, in its words with the key's name. */
+	ck_assert_knob_error("127.0.0.1:80 max=5 goodput_cut=1.5",
+	                     "goodput_cut (1.5) must be at most 1: above it the "
+	                     "cut could keep more than the answers that met the "
+	                     "target; the preset would decide instead.");
+}
+END_TEST
+
 TCase *rules_resilience_tcase(void)
 {
 	TCase *tc = tcase_create("resilience");
@@ -514,6 +713,11 @@ TCase *rules_resilience_tcase(void)
 	tcase_add_test(tc, listen_client_keys);
 	tcase_add_test(tc, http_verdict_keys);
 	tcase_add_test(tc, seed_knob_keys);
+	tcase_add_test(tc, law_option_keys);
+	tcase_add_test(tc, breaker_knob_keys);
+	tcase_add_test(tc, retry_knob_keys);
+	tcase_add_test(tc, shed_knob_keys);
+	tcase_add_test(tc, controller_rule_keys);
 	tcase_add_test(tc, listen_shed_values);
 	return tc;
 }

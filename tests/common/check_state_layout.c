@@ -119,6 +119,8 @@ int main(void)
 	OFF(agile_state_resilience, window_lock, 192);
 	OFF(agile_state_resilience, window_refused, 200);
 	OFF(agile_state_resilience, window_waited, 208);
+	OFF(agile_state_resilience, retry_backoff, 216);
+	SIZE(agile_state_resilience, retry_backoff, 40);
 	OFF(agile_state_resilience, paused_until_ns, 256);
 	OFF(agile_state_resilience, http_pauses, 264);
 	OFF(agile_state_resilience, http_cache_hits, 272);

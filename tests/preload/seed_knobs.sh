@@ -7,7 +7,8 @@
 # downstream that takes 50 ms per request, with concurrency=adaptive,
 # law=aimd and concurrency_initial=3 concurrency_max=3: the server never
 # sees more than 3 in service at once (adaptx's default bounds start at
-# 10, which 16 threads would reach).  Then key_rate=1,burst=4 on a CIDR
+# 10, which 16 threads would reach); agilestat --config shows the law's,
+# the breaker's and retry's knobs the rule gives.  Then key_rate=1,burst=4 on a CIDR
 # rule: 6 connects in a row to one address get 4 through (the default
 # burst, the rate, would let 1 through) and the rest are refused.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
@@ -17,7 +18,7 @@ python3 "$SLOW_HTTPD" "$tmp/port" "$tmp/intervals" </dev/null >"$tmp/server.log"
 started $!
 port=$(await_port "$tmp/port" "$tmp/server.log")
 
-export AGILE_DEST_API="127.0.0.1:$port max=1000 floor=1000 concurrency=adaptive,law=aimd concurrency_initial=3 concurrency_max=3"
+export AGILE_DEST_API="127.0.0.1:$port max=1000 floor=1000 concurrency=adaptive,law=aimd concurrency_initial=3 concurrency_max=3 law_decrease=0.7 law_warmup=5 breaker=sre breaker_floor=1.2 breaker_probe=2s breaker_buckets=20 retry=2 retry_base=20ms retry_cap=200ms retry_factor=3 retry_jitter=full"
 get_in_threads "$port" 16 6 || fail "the client failed"
 peak=$(peak_in_service "$tmp/intervals")
 note "concurrency_max=3: at most $peak in service at once, limit $(stat_json api 'd["concurrency"]["limit"]')"
@@ -26,6 +27,12 @@ check "2 <= v[0] <= 3" "never more than concurrency_max=3 in service" "$peak"
 "$AGILESTAT" --config >"$tmp/config" || fail "agilestat --config failed"
 grep -q "concurrency adaptive: min=1 initial=3 max=3" "$tmp/config" ||
 	fail "agilestat --config does not show the bounds: $(cat "$tmp/config")"
+for want in "law aimd: .*law_decrease=0.7 .*law_warmup=5 " \
+	"breaker sre: .*breaker_floor=1.2 .*breaker_probe=2s .*breaker_buckets=20" \
+	"retry=2: retry_base=20ms retry_cap=200ms retry_factor=3 retry_jitter=full"; do
+	grep -q "$want" "$tmp/config" ||
+		fail "agilestat --config does not show \"$want\": $(cat "$tmp/config")"
+done
 unset AGILE_DEST_API
 
 export AGILE_DEST_LOOP="127.0.0.0/8:$port max=1000 floor=1000 key_rate=1,burst=4"
