@@ -701,6 +701,65 @@ START_TEST(controller_rule_keys)
 }
 END_TEST
 
+/* One error line for each seed knob the tests above leave without one,
+ * word for word: a listener's (shed_) keys as AGILE_LISTEN_WEB. */
+START_TEST(seed_knob_errors)
+{
+	static const struct {
+		const char *value;
+		const char *line;
+	} cases[] = {
+		{ AIMD_RULE "law_tolerance=2",
+		  "AGILE_DEST_API: key \"law_tolerance\": \"2\" is not valid; "
+		  "expected a decimal number greater than 0, at most 1, such as "
+		  "0.1" },
+		{ AIMD_RULE "law_utilization=0",
+		  "AGILE_DEST_API: key \"law_utilization\": \"0\" is not valid; "
+		  "expected a decimal number greater than 0, at most 1, such as "
+		  "0.9" },
+		{ AIMD_RULE "law_min_decay=2",
+		  "AGILE_DEST_API: key \"law_min_decay\": \"2\" is not valid; "
+		  "expected a decimal number from 0 to 1 such as 0.001" },
+		{ ":80 max=8 shed=cpu shed_window=5",
+		  "AGILE_LISTEN_WEB: key \"shed_window\": \"5\" has no unit; "
+		  "expected a duration such as 250us, 200ms or 1.5s" },
+		{ ":80 max=8 shed=cpu shed_buckets=0",
+		  "AGILE_LISTEN_WEB: key \"shed_buckets\": \"0\" is not valid; "
+		  "expected a whole number of buckets from 1 to 128" },
+		{ ":80 max=8 shed=cpu shed_latency=0s",
+		  "AGILE_LISTEN_WEB: key \"shed_latency\": \"0s\" is not greater "
+		  "than 0; expected a duration such as 250us, 200ms or 1.5s" },
+		{ ":80 max=8 shed=cpu shed_floor=2",
+		  "AGILE_LISTEN_WEB: key \"shed_floor\": \"2\" is not valid; "
+		  "expected a decimal number from 0 to 1 such as 0.1" },
+		{ RETRY_RULE "retry_cap=0s",
+		  "AGILE_DEST_API: key \"retry_cap\": \"0s\" is not greater than "
+		  "0; expected a duration such as 250us, 200ms or 1.5s" },
+		{ "127.0.0.1:80 max=5 delivered_share=x",
+		  "AGILE_DEST_API: key \"delivered_share\": \"x\" is not a number; "
+		  "expected off or a decimal number from 0 to 1 such as 0.92 (off "
+		  "also turns off knee_ramp and probe_acceleration)" },
+		{ "127.0.0.1:80 max=5 delivered_share=1.5",
+		  "AGILE_DEST_API: delivered_share (1.5) must be at most 1: a cut "
+		  "to more than the downstream delivered keeps the queue growing; "
+		  "the preset would decide instead." },
+		{ "127.0.0.1:80 max=5 probe_acceleration=0.5",
+		  "AGILE_DEST_API: probe_acceleration (0.5) must be at least 1: "
+		  "below 1 each increase in a row would be smaller than the last; "
+		  "it would be raised to 1, plain additive increase." },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *value = cases[i].value;
+		int errors = value[0] == ':' ? parse_listen(value) : parse(value);
+
+		ck_assert_msg(errors == 1 && msgs.count == 1, "%s: %d errors",
+		              value, errors);
+		ck_assert_str_eq(msgs.line[0], cases[i].line);
+	}
+}
+END_TEST
+
 TCase *rules_resilience_tcase(void)
 {
 	TCase *tc = tcase_create("resilience");
@@ -718,6 +777,7 @@ TCase *rules_resilience_tcase(void)
 	tcase_add_test(tc, retry_knob_keys);
 	tcase_add_test(tc, shed_knob_keys);
 	tcase_add_test(tc, controller_rule_keys);
+	tcase_add_test(tc, seed_knob_errors);
 	tcase_add_test(tc, listen_shed_values);
 	return tc;
 }
