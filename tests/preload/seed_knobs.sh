@@ -10,7 +10,8 @@
 # 10, which 16 threads would reach); agilestat --config shows the law's,
 # the breaker's and retry's knobs the rule gives.  Then key_rate=1,burst=4 on a CIDR
 # rule: 6 connects in a row to one address get 4 through (the default
-# burst, the rate, would let 1 through) and the rest are refused.
+# burst, the rate, would let 1 through) and the rest are refused.  Last,
+# a listener's shed= and law= knobs as agilestat --config shows them.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need python3
 
@@ -53,3 +54,25 @@ PY
 )
 note "key_rate=1,burst=4: $1 connects through, $2 refused"
 check "v[0] == 4 and v[1] == 2" "an address saves up a burst of 4" "$1" "$2"
+
+# A listener's shedder and windowed law, as agilestat --config shows them
+# once the server has answered one request.
+rm -f "$tmp/port"
+AGILE_LISTEN_WEB="127.0.0.1:* max=8 shed=cpu shed_window=2s shed_buckets=20 shed_latency=50ms shed_cool=3s shed_beta=0.5 shed_floor=0.2 law=vegas law_tolerance=0.3" \
+	LD_PRELOAD="$PRELOAD" python3 "$SLOW_HTTPD" "$tmp/port" "$tmp/listen.intervals" \
+	</dev/null >"$tmp/listen.log" 2>&1 &
+listener=$!
+started $listener
+port=$(await_port "$tmp/port" "$tmp/listen.log")
+python3 -c 'import sys, urllib.request
+urllib.request.urlopen("http://127.0.0.1:%s/" % sys.argv[1], timeout=10).read()' "$port" ||
+	fail "the listener did not answer"
+"$AGILESTAT" --config >"$tmp/config" || fail "agilestat --config failed"
+kill "$listener"
+wait "$listener" 2>/dev/null || true
+for want in "shed cpu:900: shed_window=2s shed_buckets=20 shed_latency=50ms shed_cool=3s shed_beta=0.5 shed_floor=0.2" \
+	"law vegas: .*law_tolerance=0.3 "; do
+	grep -q "$want" "$tmp/config" ||
+		fail "agilestat --config does not show \"$want\": $(cat "$tmp/config")"
+done
+note "agilestat --config shows a listener's shedder and law knobs"
