@@ -35,7 +35,7 @@ _agilepreload_values() {
 	preset) echo 'none balanced latency-first throughput-first seed' ;;
 	anchor) echo 'unset baseline slo' ;;
 	pace) echo 'request connect' ;;
-	proto) echo 'http redis postgres mysql memcached none' ;;
+	proto) echo 'http grpc redis postgres mysql memcached none' ;;
 	over) echo 'refuse wait' ;;
 	breaker) echo 'sre' ;;
 	fleet) echo 'static adaptive' ;;

@@ -95,7 +95,9 @@
  * proto=http shed was answered by the preload and is not the program's
  * (inbound.h): the call is made again for the next one (it blocks, or
  * fails with EAGAIN, as the program asked), or the program reads the end
- * of the file when the connection was closed with the answer. */
+ * of the file when the connection was closed with the answer.  On an
+ * HTTP/2 connection the preload may have put the resets of streams it shed
+ * in the buffer, after the bytes read: the call returns them too. */
 #define RECV_TRACKED(type, t, asked, iov, count, flags, call) do { \
 	uintptr_t here_ = (uintptr_t)__builtin_frame_address(0); \
 	struct agile_fd *t_ = (t); \
@@ -117,6 +119,8 @@
 		switch (agile__inbound_answered(t_)) { \
 		case AGILE_INBOUND_KEEP: return r_; \
 		case AGILE_INBOUND_END: return 0; \
+		case AGILE_INBOUND_GROWN: \
+			return r_ + (type)agile__inbound_grown; \
 		default: break; \
 		} \
 	} \

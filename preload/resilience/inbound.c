@@ -76,7 +76,9 @@
 #include "atomics.h"
 #include "clock.h"
 #include "destinations.h"
+#include "http2.h"
 #include "inbound.h"
+#include "inbound_h2.h"
 #include "log.h"
 #include "process.h"
 #include "resilience_hook.h"
@@ -378,6 +380,9 @@ int agile__inbound_accepted(int listen_fd, int fd)
 		errno = saved;
 		return 0; /* no table: served, unprotected */
 	}
+	/* A connection on this number whose close no hook saw. */
+	if (__atomic_load_n(&t->inbound_h2, __ATOMIC_ACQUIRE) != 0)
+		agile__inbound_h2_close(t);
 	__atomic_store_n(&t->tracked, 0, __ATOMIC_RELEASE);
 	t->dest = rule;
 	t->phase = AGILE_FD_CONNECTED;
@@ -534,16 +539,53 @@ static bool admit_request(struct agile_fd *t,
 	return false;
 }
 
+__thread size_t agile__inbound_grown
+	__attribute__((tls_model("initial-exec")));
+
+/* proto=http: is the connection HTTP/2 (its first read began with the
+ * client's preface)?  Then its streams are what the limit counts
+ * (inbound_h2.c), and the read is walked there. */
+static bool h2_read(struct agile_fd *t, ssize_t result,
+                    const struct iovec *iov, int count, size_t asked,
+                    bool peek, const void *data, size_t n)
+{
+	size_t grown;
+
+	if (__atomic_load_n(&t->inbound_h2, __ATOMIC_ACQUIRE) == 0) {
+		if (peek || data == NULL ||
+		    __atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
+		    AGILE_REQ_FREE || !agile__h2_preface(data, n) ||
+		    !agile__inbound_h2_open(t))
+			return false;
+	} else if (peek) {
+		return true; /* its bytes are walked when read */
+	}
+	grown = agile__inbound_h2_received(t, iov, count, (size_t)result,
+	                                   asked);
+	if (grown > 0) {
+		agile__inbound_grown = grown;
+		__atomic_store_n(&t->inbound_shed, AGILE_INBOUND_GROWN,
+		                 __ATOMIC_RELEASE);
+	}
+	return true;
+}
+
 void agile__inbound_after_recv(struct agile_fd *t, ssize_t result,
-                               const void *data, size_t len, bool peek)
+                               const struct iovec *iov, int count,
+                               size_t asked, bool peek)
 {
 	const struct agile_resilience_config *c =
 		&agile__destinations_rule(t->dest)->resilience;
 	uint8_t expected = AGILE_REQ_FREE;
+	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
+	size_t len = iov != NULL && count > 0 ? iov[0].iov_len : 0;
 	size_t n = len < (size_t)result ? len : (size_t)result;
 
 	if (result <= 0)
 		return; /* an end of file is settled at close */
+	if (c->proto == AGILE_PROTO_HTTP &&
+	    h2_read(t, result, iov, count, asked, peek, data, n))
+		return;
 	/* A peek's bytes are read again: that read is the request's. */
 	if (peek && c->proto == AGILE_PROTO_HTTP)
 		return;
@@ -650,15 +692,33 @@ static void settle_shedder(struct agile_fd *t, struct agile_state_resilience *z,
 	agile__shunlock(&z->shed_lock);
 }
 
+void agile__inbound_before_send(struct agile_fd *t, const struct iovec *iov,
+                                int count, size_t *limit)
+{
+	if (__atomic_load_n(&t->inbound_h2, __ATOMIC_ACQUIRE) != 0)
+		agile__inbound_h2_before_send(t, iov, count, limit);
+}
+
+void agile__inbound_dup(const struct agile_fd *from, struct agile_fd *to)
+{
+	agile__inbound_h2_dup(from, to);
+}
+
 void agile__inbound_after_send(struct agile_fd *t, ssize_t result,
-                               const void *data, size_t len)
+                               const struct iovec *iov, int count)
 {
 	const struct agile_resilience_config *c;
 	struct agile_state_slot *s;
 	int64_t start, now, took;
 	uint8_t flags;
 	int status;
+	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
+	size_t len = iov != NULL && count > 0 ? iov[0].iov_len : 0;
 
+	if (__atomic_load_n(&t->inbound_h2, __ATOMIC_ACQUIRE) != 0) {
+		agile__inbound_h2_sent(t, iov, count, result);
+		return;
+	}
 	if (result <= 0)
 		return;
 	if (__atomic_load_n(&t->request, __ATOMIC_ACQUIRE) !=
@@ -740,6 +800,7 @@ void agile__inbound_close(struct agile_fd *t)
 	int64_t start, now;
 
 	agile__enter();
+	agile__inbound_h2_close(t);
 	s = agile__destinations_slot(t->dest);
 	now = agile__now_ns();
 	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);

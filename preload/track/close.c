@@ -135,6 +135,7 @@ void agile__track_dup(int oldfd, int newfd)
 		to->http2 = load8(&from->http2);
 		to->tls_plain = load8(&from->tls_plain);
 		agile__h2conn_dup(from, to);
+		agile__inbound_dup(from, to);
 		to->peer = oldfd + 1;
 		__atomic_store_n(&from->peer, newfd + 1, __ATOMIC_RELAXED);
 		if (to->request == AGILE_REQ_IN_FLIGHT &&

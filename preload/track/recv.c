@@ -139,7 +139,7 @@ void agile__track_recv_after(struct agile_fd *t, ssize_t result, int error,
 	uint8_t stage;
 
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
-		agile__inbound_after_recv(t, result, data, data_len, peek);
+		agile__inbound_after_recv(t, result, iov, count, asked, peek);
 		errno = error;
 		return;
 	}

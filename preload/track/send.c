@@ -149,8 +149,11 @@ int64_t agile__track_send_before(struct agile_fd *t, const struct iovec *iov,
 	int64_t now;
 
 	/* A connection a listener accepted is never paced (inbound.c). */
-	if (load8(&t->flags) & AGILE_FD_INBOUND)
+	if (load8(&t->flags) & AGILE_FD_INBOUND) {
+		agile__inbound_before_send(t, iov, count, limit);
+		errno = saved;
 		return agile__now_ns();
+	}
 
 	/* This send may wait for a grant or start a request. */
 	if (request != AGILE_REQ_IN_FLIGHT && !agile__track_still_tracked(t))
@@ -235,7 +238,7 @@ void agile__track_send_after(struct agile_fd *t, ssize_t result, int error,
 	uint8_t request;
 
 	if (load8(&t->flags) & AGILE_FD_INBOUND) {
-		agile__inbound_after_send(t, result, data, data_len);
+		agile__inbound_after_send(t, result, iov, count);
 		errno = error;
 		return;
 	}

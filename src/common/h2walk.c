@@ -463,3 +463,32 @@ void agile__h2_plan(const struct agile_h2_flow *f, const struct iovec *iov,
 			plan->table_size = ev.value;
 	} while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
 }
+
+size_t agile__h2_frame_rest(const struct agile_h2_flow *f,
+                            const struct iovec *iov, int count, size_t len)
+{
+	uint8_t head[FRAME_HEADER];
+	size_t have = f->have, rest;
+	int i;
+
+	if (f->stage == AGILE_H2_OFF || f->stage == AGILE_H2_PREFACE)
+		return len;
+	if (agile__h2_between_frames(f))
+		return 0;
+	if (f->part != PART_HEAD)
+		return f->left < len ? f->left : len;
+	/* A frame header begun or to come: its length says the rest. */
+	memcpy(head, f->head, have);
+	for (i = 0; i < count && have < FRAME_HEADER; i++) {
+		const uint8_t *p = iov[i].iov_base;
+
+		for (size_t j = 0; j < iov[i].iov_len && have < FRAME_HEADER &&
+		     have - f->have < len; j++)
+			head[have++] = p[j];
+	}
+	if (have < FRAME_HEADER)
+		return len;
+	rest = FRAME_HEADER - f->have +
+	       ((size_t)head[0] << 16 | (size_t)head[1] << 8 | head[2]);
+	return rest < len ? rest : len;
+}

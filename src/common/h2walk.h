@@ -203,4 +203,19 @@ struct agile_h2_plan {
 void agile__h2_plan(const struct agile_h2_flow *f, const struct iovec *iov,
                     int count, size_t len, struct agile_h2_plan *plan);
 
+/* Whether the flow is between two frames: a whole frame of someone else's
+ * may go into its bytes here without the peer seeing a torn frame (its
+ * first frame sent, no frame header or payload begun). */
+static inline bool agile__h2_between_frames(const struct agile_h2_flow *f)
+{
+	return f->stage == AGILE_H2_FRAMES && f->part == 0 && f->have == 0;
+}
+
+/* How many of the first len bytes of iov[0, count), the flow's next, end
+ * the frame it is in (or, before its first frame, that frame): 0 between
+ * frames; len when the frame does not end within them or they do not say
+ * where it ends. */
+size_t agile__h2_frame_rest(const struct agile_h2_flow *f,
+                            const struct iovec *iov, int count, size_t len);
+
 #endif /* AGILE_PRELOAD_H2WALK_H */

@@ -171,7 +171,9 @@ struct agile_resilience_config {
 	int32_t shed_cpu_permille;   /* hot at this CPU use; 0: the preset's */
 	uint32_t shed_response;      /* enum agile_shed_response */
 	int32_t shed_status;         /* HTTP status sent to a shed connection */
-	uint32_t pad2;
+	uint32_t grpc;               /* 1: proto=grpc, which is proto=http
+	                                whose listeners answer a shed HTTP/2
+	                                stream with gRPC's UNAVAILABLE */
 	int64_t retry_after_ns;      /* 0: no Retry-After header */
 	/* client_rate=R[,burst=B], client_prefix=, client_key=, clients=
 	 * (listeners: one bucket per client, agile_clients.h) */

@@ -227,7 +227,7 @@ void agile__rules_check_resilience(struct reporter *r,
 		       "key_rate=R as well");
 	if (rule->inbound && agile__has_goodbye(c->proto)) {
 		report(r, "key \"proto\": %s applies to AGILE_DEST_ variables "
-		       "only; expected http or none on a listener",
+		       "only; expected http, grpc or none on a listener",
 		       agile__goodbye_proto_name(c->proto));
 		c->proto = AGILE_PROTO_NONE;
 	}

@@ -131,7 +131,7 @@ const struct key_spec agile__rules_keys[] = {
 	  AGILE_STRINGIFY(AGILE_STATE_WINDOW_MAX), SCOPE_DEST },
 	{ "over", KEY_RESILIENCE, 0, "expected refuse or wait", SCOPE_DEST },
 	{ "proto", KEY_RESILIENCE, 0,
-	  "expected http, redis, postgres, mysql, memcached or none",
+	  "expected http, grpc, redis, postgres, mysql, memcached or none",
 	  SCOPE_BOTH },
 	{ "exclude", KEY_RESILIENCE, 0,
 	  "expected a comma-separated list of at most "

@@ -335,21 +335,26 @@ static enum value_read read_over(const struct reading *in)
 
 static enum value_read read_proto(const struct reading *in)
 {
+	/* grpc is http whose listeners answer a shed HTTP/2 stream with
+	 * gRPC's UNAVAILABLE (preload/resilience/inbound_h2.c). */
 	static const struct {
 		const char *word;
 		uint32_t proto;
+		uint32_t grpc;
 	} protos[] = {
-		{ "http", AGILE_PROTO_HTTP },
-		{ "redis", AGILE_PROTO_REDIS },
-		{ "postgres", AGILE_PROTO_POSTGRES },
-		{ "mysql", AGILE_PROTO_MYSQL },
-		{ "memcached", AGILE_PROTO_MEMCACHED },
-		{ "none", AGILE_PROTO_NONE },
+		{ "http", AGILE_PROTO_HTTP, 0 },
+		{ "grpc", AGILE_PROTO_HTTP, 1 },
+		{ "redis", AGILE_PROTO_REDIS, 0 },
+		{ "postgres", AGILE_PROTO_POSTGRES, 0 },
+		{ "mysql", AGILE_PROTO_MYSQL, 0 },
+		{ "memcached", AGILE_PROTO_MEMCACHED, 0 },
+		{ "none", AGILE_PROTO_NONE, 0 },
 	};
 
 	for (size_t i = 0; i < sizeof(protos) / sizeof(protos[0]); i++)
 		if (agile__name_is(in->value, protos[i].word)) {
 			in->c->proto = protos[i].proto;
+			in->c->grpc = protos[i].grpc;
 			return READ_OK;
 		}
 	return READ_INVALID;

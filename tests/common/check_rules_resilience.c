@@ -132,8 +132,8 @@ START_TEST(resilience_errors)
 	                       "without proto=http; expected proto=http as well");
 	ck_assert_only_message("127.0.0.1:80 max=5 proto=smtp",
 	                       "AGILE_DEST_API: key \"proto\": \"smtp\" is not "
-	                       "valid; expected http, redis, postgres, mysql, "
-	                       "memcached or none");
+	                       "valid; expected http, grpc, redis, postgres, "
+	                       "mysql, memcached or none");
 	ck_assert_only_message("127.0.0.1:80 max=5 shed=cpu",
 	                       "AGILE_DEST_API: key \"shed\" applies to "
 	                       "AGILE_LISTEN_ variables only; it is ignored here");
@@ -184,8 +184,8 @@ START_TEST(listen_rules)
 	                                    ":5432 max=50 proto=postgres",
 	                                    &rule, collect, &msgs), 1);
 	ck_assert_str_eq(msgs.line[0], "AGILE_LISTEN_X: key \"proto\": postgres "
-	                 "applies to AGILE_DEST_ variables only; expected http "
-	                 "or none on a listener");
+	                 "applies to AGILE_DEST_ variables only; expected http, "
+	                 "grpc or none on a listener");
 	ck_assert_uint_eq(rule.resilience.proto, AGILE_PROTO_NONE);
 	/* A listener with proto=http sheds requests and answers each: 503
 	 * unless shed_response= says otherwise, close included, and
