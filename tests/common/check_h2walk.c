@@ -1028,6 +1028,58 @@ START_TEST(h2walk_server_role)
 }
 END_TEST
 
+/* The server's flow as inbound_h2.c sees it: a frame of the preload's own
+ * may go in only between two of the program's frames, never before its
+ * first (the SETTINGS), and a send that begins inside a frame can be cut
+ * where that frame ends, wherever its header was split. */
+START_TEST(h2walk_frame_boundaries)
+{
+	static const uint8_t data[] = "hello";
+	struct agile_h2 w;
+	struct agile_h2_event ev;
+	struct iovec iov[2];
+	uint8_t buf[64];
+	size_t n, rest;
+
+	agile__h2_reset(&w, AGILE_H2_SERVER);
+	ck_assert(!agile__h2_between_frames(&w.out));
+	iov[0].iov_base = (void *)server_settings;
+	iov[0].iov_len = sizeof(server_settings);
+	/* Before its first frame: that frame, 9 + 6 bytes, ends it. */
+	ck_assert_uint_eq(agile__h2_frame_rest(&w.out, iov, 1, 15), 15);
+	ck_assert_uint_eq(agile__h2_walk(&w.out, server_settings, 4, &ev), 4);
+	ck_assert(!agile__h2_between_frames(&w.out));
+	/* The header split after 4 bytes, the rest split across iovecs. */
+	iov[0].iov_base = (void *)(server_settings + 4);
+	iov[0].iov_len = 2;
+	iov[1].iov_base = (void *)(server_settings + 6);
+	iov[1].iov_len = 9;
+	ck_assert_uint_eq(agile__h2_frame_rest(&w.out, iov, 2, 11), 11);
+	ck_assert_uint_eq(agile__h2_frame_rest(&w.out, iov, 2, 3), 3);
+	do
+		(void)agile__h2_walk(&w.out, server_settings + 4, 11, &ev);
+	while (ev.type != AGILE_H2_EV_NONE);
+	ck_assert(agile__h2_between_frames(&w.out));
+	/* Between frames: nothing to finish. */
+	n = frame(buf, T_DATA, F_END_STREAM, 1, data, 5);
+	iov[0].iov_base = buf;
+	iov[0].iov_len = n;
+	ck_assert_uint_eq(agile__h2_frame_rest(&w.out, iov, 1, n), 0);
+	/* Inside a DATA payload: its bytes left, and no more than the
+	 * send's. */
+	ck_assert_uint_eq(agile__h2_walk(&w.out, buf, 11, &ev), 11);
+	ck_assert(!agile__h2_between_frames(&w.out));
+	rest = agile__h2_frame_rest(&w.out, iov, 1, 64);
+	ck_assert_uint_eq(rest, 3);
+	ck_assert_uint_eq(agile__h2_frame_rest(&w.out, iov, 1, 2), 2);
+	agile__h2_walk(&w.out, buf + 11, n - 11, &ev);
+	ck_assert_int_eq(ev.type, AGILE_H2_EV_END_STREAM);
+	ck_assert(agile__h2_between_frames(&w.out));
+	/* The client's flow before its preface is never cut. */
+	ck_assert_uint_eq(agile__h2_frame_rest(&w.in, iov, 1, 7), 7);
+}
+END_TEST
+
 /* --- the decoder's fields, and no library ---------------------------------- */
 
 #define FIELD(f, name, value) \
@@ -1156,6 +1208,7 @@ static Suite *h2walk_suite(void)
 	tcase_add_loop_test(tc, h2walk_every_cut, 0, 5);
 	tcase_add_test(tc, h2walk_plan_one_stream_per_send);
 	tcase_add_test(tc, h2walk_server_role);
+	tcase_add_test(tc, h2walk_frame_boundaries);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("built");
 	tcase_add_test(tc, h2walk_continuation);

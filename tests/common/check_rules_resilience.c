@@ -211,6 +211,24 @@ START_TEST(listen_rules)
 	                                    ":80 max=4", &rule, collect,
 	                                    &msgs), 0);
 	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_CLOSE);
+	/* proto=grpc is proto=http whose shed HTTP/2 streams are answered
+	 * with gRPC's UNAVAILABLE (inbound_h2.c), with the same 503
+	 * default. */
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":80 max=4 proto=grpc", &rule,
+	                                    collect, &msgs), 0);
+	ck_assert_uint_eq(rule.resilience.proto, AGILE_PROTO_HTTP);
+	ck_assert_uint_eq(rule.resilience.grpc, 1);
+	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_HTTP);
+	ck_assert_int_eq(rule.resilience.shed_status, 503);
+	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	                                    ":80 max=4 proto=http", &rule,
+	                                    collect, &msgs), 0);
+	ck_assert_uint_eq(rule.resilience.grpc, 0);
+	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_X", "x",
+	                                  "127.0.0.1:80 max=5 proto=grpc",
+	                                  &rule, collect, &msgs), 0);
+	ck_assert_uint_eq(rule.resilience.proto, AGILE_PROTO_HTTP);
 }
 END_TEST
 
