@@ -30,6 +30,9 @@
  *   - planning a call moves the flow, counts other than the walk's
  *     openings, first stream or table sizes, or cuts where the bytes up to the cut open other than
  *     exactly one stream;
+ *   - the end of the current frame (agile__h2_frame_rest) lies beyond the
+ *     call's bytes, is 0 other than between frames, or a walk up to it
+ *     does not end between frames;
  *   - the decoder leaves a state h2hpack.h defines, comes back from
  *     BROKEN, or says more than its fields hold;
  *   - the differential: each direction's bytes, fed at the end to a new
@@ -316,6 +319,34 @@ static void check_plan(const struct agile_h2_flow *f, const struct call *c)
 	}
 }
 
+/* Where the frame the flow is in ends (agile__h2_frame_rest, as a
+ * listener's send is cut before an answer of the preload's goes in): no
+ * further than the call's bytes, 0 exactly between frames, and a walk of a
+ * copy over the bytes up to a cut before the end leaves it between frames
+ * (or given up). */
+static void check_frame_rest(const struct agile_h2_flow *f,
+                             const struct call *c)
+{
+	struct agile_h2_flow copy;
+	struct agile_h2_cursor cur;
+	struct agile_h2_event ev;
+	size_t rest = agile__h2_frame_rest(f, c->iov, c->count, c->moved);
+
+	if (rest > c->moved || (rest == 0) != (agile__h2_between_frames(f) ||
+	                                       c->moved == 0))
+		abort();
+	if (rest == 0 || rest == c->moved)
+		return;
+	memcpy(&copy, f, sizeof(copy));
+	agile__h2_cursor_init(&cur, c->iov, c->count, rest);
+	do
+		agile__h2_next(&copy, &cur, &ev);
+	while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
+	if (agile__h2_stage(&copy) != AGILE_H2_OFF &&
+	    !agile__h2_between_frames(&copy))
+		abort();
+}
+
 /* Feed each direction's bytes to a new flow in one call: the same events. */
 static void check_whole(const struct way *w, enum agile_h2_role role,
                         int dir)
@@ -388,6 +419,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		if (op & 0x10)
 			check_plan(f, &c);
+		check_frame_rest(f, &c);
 		agile__h2_cursor_init(&cur, c.iov, c.count, c.moved);
 		do {
 			uint8_t states[2] = { dec[0].state, dec[1].state };
