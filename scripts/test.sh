@@ -256,7 +256,7 @@ tally_reports() {
 
 # The integration tests (under tests/) that also run under ASan, besides
 # every fault test (see the sanitize suite below).
-asan_preload_tests="preload/(python_threads|ab|redis|torture|event_loop|unix|vfork|fd_reuse|dup|syscall|share|threads_repeat|eintr|agilestat|http|keys|listen_http|listen_keepalive|tls_plain_http2|tls_plain_nonblocking|deepbind_stress|errqueue|fastopen|close_wait|alarm_timeout)"
+asan_preload_tests="preload/(python_threads|ab|redis|torture|event_loop|unix|vfork|fd_reuse|dup|syscall|share|threads_repeat|eintr|agilestat|http|keys|listen_http|listen_keepalive|listen_h2|listen_grpc|tls_plain_http2|tls_plain_nonblocking|deepbind_stress|errqueue|fastopen|close_wait|alarm_timeout)"
 asan_preload_tests="$asan_preload_tests|fleet/(fleet_max|fleet_window|fleet_adaptive|fleet_failover|fleet_hostile|fleet_cluster)"
 # agilestat --serve under its scrapers and hostile clients.
 asan_preload_tests="$asan_preload_tests|tools/serve_scrapers"
