@@ -15,6 +15,8 @@
 # of the same connection, after shed ones), the server accepted one
 # connection, and what the server read of each shed stream is its HEADERS
 # followed by the preload's RST_STREAM(CANCEL), which it counts as a reset.
+# Each served stream is one handling-time sample, and no permit is held
+# once the connection is gone.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need h2load
 # Python's h2 is Debian's python3-h2, for the system's interpreter.
@@ -132,5 +134,7 @@ check "v[0] == v[1]" "the server served what h2load got as 200" \
 	"$(stat served)" "$ok"
 check "v[0] == v[1]" "agilestat counts the shed streams" \
 	"$(stat_json web 'd["listener"]["shed"]')" "$shed"
+check "v[0] == v[1]" "one handling-time sample per served stream" \
+	"$(stat_json web 'd["listener"]["samples_total"]')" "$ok"
 check "v[0] == 0" "no permit is held with no stream in flight" \
 	"$(stat_json web 'd["listener"]["open"]')"
