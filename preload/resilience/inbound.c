@@ -542,6 +542,10 @@ static bool admit_request(struct agile_fd *t,
 __thread size_t agile__inbound_grown
 	__attribute__((tls_model("initial-exec")));
 
+static void settle_shedder(struct agile_fd *t,
+                           struct agile_state_resilience *z, bool pass,
+                           int64_t start, int64_t now);
+
 /* proto=http: is the connection HTTP/2 (its first read began with the
  * client's preface)?  Then its streams are what the limit counts
  * (inbound_h2.c), and the read is walked there. */
@@ -557,6 +561,13 @@ static bool h2_read(struct agile_fd *t, ssize_t result,
 		    AGILE_REQ_FREE || !agile__h2_preface(data, n) ||
 		    !agile__inbound_h2_open(t))
 			return false;
+		/* shed=cpu admitted the connection; its streams are what is
+		 * in flight from here on, so its own call lands now, without
+		 * a handling time (it would fly until the close). */
+		agile__enter();
+		settle_shedder(t, &agile__destinations_slot(t->dest)->resilience,
+		               false, 0, agile__now_ns());
+		agile__leave();
 	} else if (peek) {
 		return true; /* its bytes are walked when read */
 	}
