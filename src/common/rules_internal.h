@@ -7,6 +7,7 @@
  *   rules_lex.c         numbers, durations, periods and rates
  *   rules_keys.c        the key table, "did you mean", storing one setting
  *   rules_resilience.c  the resilience keys, one reader each
+ *   rules_knobs.c       the seed knobs that only need a value in range
  *   rules_checks.c      what a rule's settings say together
  *   rules_dest.c        destinations and listening addresses
  *   rules.c             one variable's value, word by word
@@ -208,10 +209,25 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
  * value cannot be read. */
 bool agile__rules_resilience(struct reporter *r, struct agile_rule *rule,
                              const struct key_spec *key, const char *value);
+/* A positive duration into *out_ns; false, and reported, otherwise. */
+bool agile__rules_duration(struct reporter *r, const struct key_spec *key,
+                           const char *value, int64_t *out_ns);
+
+/* ------------------------------------------------------------------------ */
+/* Seed knobs (rules_knobs.c)                                                */
+/* ------------------------------------------------------------------------ */
+
+/* One of the knobs that only need a value in range (law_*, breaker_floor,
+ * _probe, _buckets, shed_* but shed_response, retry_base, _cap, _factor):
+ * stored when read whole and in range, else reported. */
+bool agile__rules_knob(struct reporter *r, const struct key_spec *key,
+                       const char *value, struct agile_resilience_config *c);
+/* retry_jitter=rigid|full|equal|decorrelated|spread[:F]: false when the
+ * value is none of them. */
+bool agile__rules_retry_jitter(const char *value,
+                               struct agile_resilience_config *c);
 /* The first seed knob whose name starts with `prefix` (law_, breaker_,
- * shed_, retry_) that the rule gave, or NULL; the knobs are the windowed
- * laws', the breaker's, the shedder's and retry='s that only need a value
- * in range (and retry_jitter=). */
+ * shed_, retry_) that the rule gave, retry_jitter= included, or NULL. */
 const char *agile__rules_knob_given(const struct agile_resilience_config *c,
                                     const char *prefix);
 
