@@ -64,7 +64,8 @@ want() {
 # for goodbye_mysql_memcached.sh; nghttpd, h2load and nghttp for http2.sh
 # and http2_pacing.sh, with Python's h2 for the latter's server; Python's
 # gRPC for grpc.sh;
-# libnghttp2 for check_h2walk and fuzz_http2, whose HPACK decoder opens it;
+# libnghttp2 for check_h2walk, fuzz_http2 and fuzz_tls_plain, whose HPACK
+# decoder opens it;
 # openssl for the certificates of the TLS tests),
 # and what the fault tests use (valgrind; setpriv and mount from
 # util-linux; liburing for an io_uring client; Go for a client that makes
@@ -388,10 +389,11 @@ if want fuzz && [ "$asan_built" -eq 1 ]; then
 	make -C "$top/build-asan" -j"$jobs" FUZZ_LDFLAGS=-fsanitize=fuzzer \
 		tests/fuzz/fuzz_rules tests/fuzz/fuzz_state \
 		tests/fuzz/fuzz_tls tests/fuzz/fuzz_http tests/fuzz/fuzz_env \
-		tests/fuzz/fuzz_http2 tests/fuzz/fuzz_agilestat >/dev/null
+		tests/fuzz/fuzz_http2 tests/fuzz/fuzz_agilestat \
+		tests/fuzz/fuzz_tls_plain >/dev/null
 	# Two at a time, so that on CI's two cores each harness has a core for
 	# its whole run (four at once gave each half as many inputs).
-	harnesses=(rules state tls http env http2 agilestat)
+	harnesses=(rules state tls http env http2 agilestat tls_plain)
 	for ((wave = 0; wave < ${#harnesses[@]}; wave += 2)); do
 		pids=()
 		for harness in "${harnesses[@]:wave:2}"; do

@@ -15,6 +15,7 @@
 #include "hooks.h"
 #include "log.h"
 #include "tls_plain.h"
+#include "tls_sessions.h"
 #include "track.h"
 
 struct find {
@@ -90,89 +91,35 @@ void agile__tls_missing(const char *name)
 __thread const void *agile__tls_current
 	__attribute__((tls_model("initial-exec")));
 
-/* A slot: the session's address shifted past the descriptor's 16 bits
- * (user-space addresses have 47 bits on x86-64 and AArch64's usual
- * layout; a session above that is not mapped), 0 for an empty slot. */
+/* The sessions whose descriptor was learnt (tls_sessions.h). */
 static uint64_t sessions[AGILE_TLS_SESSIONS];
-
-#define SESSION_PROBES 16
-#define SESSION_MASK (AGILE_TLS_SESSIONS - 1)
-
-static uint64_t session_key(const void *session)
-{
-	uintptr_t p = (uintptr_t)session;
-
-	return p != 0 && p < ((uintptr_t)1 << 47) ? (uint64_t)p << 16 : 0;
-}
-
-static size_t session_home(uint64_t key)
-{
-	return (size_t)((key >> 19) * 0x9e3779b97f4a7c15ULL >> 52) &
-	       SESSION_MASK;
-}
 
 int agile__tls_session_fd(const void *session)
 {
-	uint64_t key = session_key(session);
-	size_t home = session_home(key);
-
-	if (key == 0)
-		return -1;
-	for (size_t i = 0; i < SESSION_PROBES; i++) {
-		uint64_t v = __atomic_load_n(
-			&sessions[(home + i) & SESSION_MASK],
-			__ATOMIC_ACQUIRE);
-
-		if ((v & ~(uint64_t)0xffff) == key)
-			return (int)(v & 0xffff);
-	}
-	return -1;
+	return agile__tls_sessions_fd(sessions, AGILE_TLS_SESSIONS_BITS,
+	                              session);
 }
 
 void agile__tls_session_forget(const void *session)
 {
-	uint64_t key = session_key(session);
-	size_t home = session_home(key);
-
-	if (key == 0)
-		return;
-	for (size_t i = 0; i < SESSION_PROBES; i++) {
-		uint64_t *slot = &sessions[(home + i) & SESSION_MASK];
-		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-
-		if ((v & ~(uint64_t)0xffff) == key)
-			__atomic_compare_exchange_n(slot, &v, 0, false,
-			                            __ATOMIC_ACQ_REL,
-			                            __ATOMIC_ACQUIRE);
-	}
+	agile__tls_sessions_forget(sessions, AGILE_TLS_SESSIONS_BITS,
+	                           session);
 }
 
-/* Is the slot's value free to take: empty, or its descriptor no longer a
- * tracked socket? */
-static bool slot_free(uint64_t v)
+/* Is `fd` still a tracked socket?  A slot whose descriptor is not may be
+ * taken by another session. */
+static bool still_tracked(int fd)
 {
-	return v == 0 || agile__fd_lookup((int)(v & 0xffff)) == NULL;
+	return agile__fd_lookup(fd) != NULL;
 }
 
 void agile__tls_learn(int fd)
 {
-	uint64_t key = session_key(agile__tls_current);
-	size_t home = session_home(key);
+	const void *session = agile__tls_current;
 
 	agile__tls_current = NULL; /* the first descriptor is the session's */
-	if (key == 0 || fd < 0 || fd > 0xffff ||
-	    agile__tls_session_fd((const void *)(uintptr_t)(key >> 16)) == fd)
-		return;
-	for (size_t i = 0; i < SESSION_PROBES; i++) {
-		uint64_t *slot = &sessions[(home + i) & SESSION_MASK];
-		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-
-		if (((v & ~(uint64_t)0xffff) == key || slot_free(v)) &&
-		    __atomic_compare_exchange_n(slot, &v, key | (uint64_t)fd,
-		                                false, __ATOMIC_ACQ_REL,
-		                                __ATOMIC_ACQUIRE))
-			return;
-	}
+	(void)agile__tls_sessions_learn(sessions, AGILE_TLS_SESSIONS_BITS,
+	                                session, fd, still_tracked);
 }
 
 /*

@@ -75,13 +75,11 @@ struct agile_fd *agile__tls_entry(int fd);
  * for a session (the handshake's SSL_connect or SSL_do_handshake, or a
  * read or write not yet mapped), agile__tls_current names it, and the
  * first tracked send or receive of the thread (track.c) maps the session
- * to its descriptor.  A table of AGILE_TLS_SESSIONS, open addressing, one
- * 64-bit word a slot (the session's address and the descriptor), so that
- * lookups take no lock and a fork never finds one held; a slot whose
- * descriptor is no longer tracked, or a session starting a new handshake,
- * is taken again.  A session not found passes through, record-level.
+ * to its descriptor, in a lock-free table of AGILE_TLS_SESSIONS
+ * (src/common/tls_sessions.h: a slot whose descriptor is no longer
+ * tracked is taken again; a session starting a new handshake is
+ * forgotten first).  A session not found passes through, record-level.
  */
-#define AGILE_TLS_SESSIONS 4096
 extern __thread const void *agile__tls_current
 	__attribute__((tls_model("initial-exec")));
 /* Evaluate `call`, a call of the library's for `session` that passes

@@ -181,9 +181,7 @@ static void plaintext_starts(struct agile_fd *t)
 
 	agile__enter();
 	tls_answer_held(t, 0);
-	__atomic_fetch_and(&t->tls.flags, (uint16_t)~AGILE_TLS_TICKET_RULE,
-	                   __ATOMIC_RELAXED);
-	__atomic_store_n(&t->tls.stage, AGILE_TLS_OFF, __ATOMIC_RELAXED);
+	agile__tls_stop(&t->tls);
 	store8(&t->tls_plain, 1);
 	if (agile__log_enabled(AGILE_LOG_DEBUG))
 		agile__log(AGILE_LOG_DEBUG, "fd %d: the TLS library hands "

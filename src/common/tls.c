@@ -299,6 +299,13 @@ void agile__tls_reset(struct agile_tls *tls)
 	memset(tls, 0, sizeof(*tls));
 }
 
+void agile__tls_stop(struct agile_tls *tls)
+{
+	__atomic_fetch_and(&tls->flags, (uint16_t)~AGILE_TLS_TICKET_RULE,
+	                   __ATOMIC_RELAXED);
+	__atomic_store_n(&tls->stage, AGILE_TLS_OFF, __ATOMIC_RELAXED);
+}
+
 bool agile__tls_hello_record(const uint8_t *p)
 {
 	return head_plausible(p, HEADER_LEN, true) &&

@@ -149,6 +149,12 @@ static inline uint16_t agile__tls_flags(const struct agile_tls *tls)
 /* Start following a new connection. */
 void agile__tls_reset(struct agile_tls *tls);
 
+/* The program's TLS library hands over the connection's plaintext
+ * (preload/hooks/tls_plain.h): the walker stops where it is (AGILE_TLS_OFF)
+ * and drops the ticket rule, its other flags kept.  The caller ends a
+ * round trip the rule held first. */
+void agile__tls_stop(struct agile_tls *tls);
+
 /* Are the 9 bytes at p a ClientHello record's header and handshake
  * header, the record's length filled by the message? */
 bool agile__tls_hello_record(const uint8_t *p);
