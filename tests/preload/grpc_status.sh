@@ -18,34 +18,6 @@
 py=/usr/bin/python3
 "$py" -c 'import grpc' 2>/dev/null || skip "python3-grpcio not installed"
 
-cat >"$tmp/server.py" <<'PY'
-import sys
-from concurrent import futures
-import grpc
-port = int(sys.argv[1])
-def stream_ok(request, context):
-    for _ in range(3):
-        yield b"ok"
-def deadline(request, context):
-    context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "late")
-def stream_down(request, context):
-    yield b"one"
-    context.abort(grpc.StatusCode.UNAVAILABLE, "down")
-def exhausted(request, context):
-    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "full")
-handler = grpc.method_handlers_generic_handler("test.S", {
-    "StreamOk": grpc.unary_stream_rpc_method_handler(stream_ok),
-    "Deadline": grpc.unary_unary_rpc_method_handler(deadline),
-    "StreamDown": grpc.unary_stream_rpc_method_handler(stream_down),
-    "Exhausted": grpc.unary_unary_rpc_method_handler(exhausted)})
-server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-server.add_generic_rpc_handlers((handler,))
-server.add_insecure_port("127.0.0.1:%d" % port)
-server.start()
-with open(sys.argv[2], "w") as ready:
-    ready.write("%d\n" % port)
-server.wait_for_termination(timeout=120)
-PY
 cat >"$tmp/client.py" <<'PY'
 import sys, time
 import grpc
@@ -74,11 +46,25 @@ channel.close()
 print(calls, " ".join("%s=%d" % kv for kv in sorted(codes.items())))
 PY
 
-port=$(closed_port)
-"$py" "$tmp/server.py" "$port" "$tmp/server.port" >"$tmp/server.log" 2>&1 \
-	</dev/null &
-started $!
-await_file "$tmp/server.port" "the gRPC server did not start" "$tmp/server.log"
+start_grpc "$py" <<'PY'
+import grpc
+def stream_ok(request, context):
+    for _ in range(3):
+        yield b"ok"
+def deadline(request, context):
+    context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "late")
+def stream_down(request, context):
+    yield b"one"
+    context.abort(grpc.StatusCode.UNAVAILABLE, "down")
+def exhausted(request, context):
+    context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "full")
+handler = grpc.method_handlers_generic_handler("test.S", {
+    "StreamOk": grpc.unary_stream_rpc_method_handler(stream_ok),
+    "Deadline": grpc.unary_unary_rpc_method_handler(deadline),
+    "StreamDown": grpc.unary_stream_rpc_method_handler(stream_down),
+    "Exhausted": grpc.unary_unary_rpc_method_handler(exhausted)})
+PY
+port=$grpc_port
 export AGILE_DEST_G="127.0.0.1:$port max=200 floor=20 probe=1 initial=100 slo=100ms tick=100ms proto=http"
 
 # counters: samples unreachable truncated, as one line

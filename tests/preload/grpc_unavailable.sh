@@ -14,23 +14,6 @@
 py=/usr/bin/python3
 "$py" -c 'import grpc' 2>/dev/null || skip "python3-grpcio not installed"
 
-cat >"$tmp/server.py" <<'PY'
-import sys
-from concurrent import futures
-import grpc
-port = int(sys.argv[1])
-def down(request, context):
-    context.abort(grpc.StatusCode.UNAVAILABLE, "down")
-handler = grpc.method_handlers_generic_handler(
-    "test.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(down)})
-server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-server.add_generic_rpc_handlers((handler,))
-server.add_insecure_port("127.0.0.1:%d" % port)
-server.start()
-with open(sys.argv[2], "w") as ready:
-    ready.write("%d\n" % port)
-server.wait_for_termination(timeout=120)
-PY
 cat >"$tmp/client.py" <<'PY'
 import sys, time
 import grpc
@@ -48,11 +31,14 @@ while time.monotonic() < end:
 print(calls, unavailable)
 PY
 
-port=$(closed_port)
-"$py" "$tmp/server.py" "$port" "$tmp/server.port" >"$tmp/server.log" 2>&1 \
-	</dev/null &
-started $!
-await_file "$tmp/server.port" "the gRPC server did not start" "$tmp/server.log"
+start_grpc "$py" <<'PY'
+import grpc
+def down(request, context):
+    context.abort(grpc.StatusCode.UNAVAILABLE, "down")
+handler = grpc.method_handlers_generic_handler(
+    "test.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(down)})
+PY
+port=$grpc_port
 export AGILE_DEST_DOWN="127.0.0.1:$port max=50 floor=10 probe=1 initial=20 slo=100ms tick=100ms proto=http"
 preloaded timeout 60 "$py" "$tmp/client.py" "$port" >"$tmp/client.out" 2>&1 ||
 	fail "the gRPC client failed: $(cat "$tmp/client.out")"

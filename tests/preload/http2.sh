@@ -21,21 +21,9 @@
 # fails against nghttpd on its second request on a connection, preload or
 # not: "Error in the HTTP2 framing layer".)
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
-need nghttpd
 need h2load
-need nghttp
-
-mkdir "$tmp/www"
-echo ok >"$tmp/www/index.html"
-port=$(closed_port)
-nghttpd --no-tls -d "$tmp/www" "$port" >"$tmp/nghttpd.log" 2>&1 </dev/null &
-started $!
-i=0
-until nghttp -n "http://127.0.0.1:$port/index.html" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ "$i" -le 100 ] || fail "nghttpd did not start: $(cat "$tmp/nghttpd.log")"
-	sleep 0.05
-done
+start_nghttpd
+port=$nghttpd_port
 export AGILE_DEST_H2="127.0.0.1:$port max=20 floor=20 initial=20 breaker=sre"
 
 # counts LABEL REQUESTS CONNECTIONS: one grant and one sample per request,

@@ -25,21 +25,9 @@
 # give 40 samples, none truncated, and a median round trip within 10% of
 # the server's 100 ms (300 ms, h2load's stall, without the peek).
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
-need nghttpd
 need h2load
-need nghttp
-
-mkdir "$tmp/www"
-echo ok >"$tmp/www/index.html"
-port=$(closed_port)
-nghttpd --no-tls -v -d "$tmp/www" "$port" >"$tmp/nghttpd.log" 2>&1 </dev/null &
-started $!
-i=0
-until nghttp -n "http://127.0.0.1:$port/index.html" >/dev/null 2>&1; do
-	i=$((i + 1))
-	[ "$i" -le 100 ] || fail "nghttpd did not start: $(cat "$tmp/nghttpd.log")"
-	sleep 0.05
-done
+start_nghttpd -v
+port=$nghttpd_port
 export AGILE_DEST_H2="127.0.0.1:$port max=20 floor=20 initial=20"
 
 : >"$tmp/nghttpd.log"

@@ -339,6 +339,86 @@ nghttpd_arrivals() {
 		"$1" >"$2"
 }
 
+# start_nghttpd [OPTION...]: nghttpd over cleartext on a free port of
+# 127.0.0.1, serving $tmp/www/index.html ("ok") with OPTIONs (-v to log
+# its frames to $tmp/nghttpd.log), once it answers nghttp; its port is
+# left in nghttpd_port.  Called directly (not in $(...)), so cleanup stops
+# it.
+start_nghttpd() {
+	need nghttpd
+	need nghttp
+	mkdir -p "$tmp/www"
+	echo ok >"$tmp/www/index.html"
+	nghttpd_port=$(closed_port)
+	nghttpd --no-tls "$@" -d "$tmp/www" "$nghttpd_port" \
+		>"$tmp/nghttpd.log" 2>&1 </dev/null &
+	started $!
+	_i=0
+	until nghttp -n "http://127.0.0.1:$nghttpd_port/index.html" \
+		>/dev/null 2>&1; do
+		_i=$((_i + 1))
+		[ "$_i" -le 100 ] || fail "nghttpd did not start: $(cat "$tmp/nghttpd.log")"
+		sleep 0.05
+	done
+}
+
+# start_https <<'PY' ... PY: an HTTPS server on a free port of 127.0.0.1
+# with the handler class Handler that the Python on standard input defines
+# (httpd.py's Quiet and serve(); the handler may read $tmp as
+# sys.argv[1]), under a certificate for localhost made for the test in
+# $tmp/cert.pem and $tmp/key.pem.  Its port is left in https_port.
+# Called directly (not in $(...)), so cleanup stops it.
+start_https() {
+	need python3
+	need openssl
+	cat >"$tmp/https_handler.py"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+		-nodes -keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 1 \
+		-subj /CN=localhost >"$tmp/openssl.log" 2>&1 ||
+		fail "openssl: $(cat "$tmp/openssl.log")"
+	cat >"$tmp/https_server.py" <<'PY'
+import ssl, sys
+from httpd import serve
+sys.path.insert(0, sys.argv[1])
+from https_handler import Handler
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1] + "/cert.pem", sys.argv[1] + "/key.pem")
+serve(Handler, sys.argv[1] + "/port", lifetime_s=120, ssl_context=context)
+PY
+	python3 "$tmp/https_server.py" "$tmp" </dev/null >"$tmp/server.log" 2>&1 &
+	started $!
+	https_port=$(await_port "$tmp/port" "$tmp/server.log")
+}
+
+# start_grpc PYTHON <<'PY' ... PY: a gRPC server (Python's grpcio, four
+# worker threads, no TLS) on a free port of 127.0.0.1 with the generic
+# handler `handler` that the Python on standard input defines, run by the
+# interpreter PYTHON (Debian's, which has python3-grpcio); its port is
+# left in grpc_port once it serves.  Called directly (not in $(...)), so
+# cleanup stops it.
+start_grpc() {
+	cat >"$tmp/grpc_handler.py"
+	cat >"$tmp/grpc_server.py" <<'PY'
+import sys
+from concurrent import futures
+import grpc
+sys.path.insert(0, sys.argv[3])
+from grpc_handler import handler
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+server.add_generic_rpc_handlers((handler,))
+server.add_insecure_port("127.0.0.1:%d" % int(sys.argv[1]))
+server.start()
+with open(sys.argv[2], "w") as ready:
+    ready.write(sys.argv[1] + "\n")
+server.wait_for_termination(timeout=120)
+PY
+	grpc_port=$(closed_port)
+	"$1" "$tmp/grpc_server.py" "$grpc_port" "$tmp/server.port" "$tmp" \
+		>"$tmp/server.log" 2>&1 </dev/null &
+	started $!
+	await_file "$tmp/server.port" "the gRPC server did not start" "$tmp/server.log"
+}
+
 # check_paced ARRIVALS N WHAT: the server logged N arrivals of WHAT, at
 # most 21 in any second of its clock (a 20/s ceiling), the median gap at
 # least half the 50 ms interval (spaced, not bunched).

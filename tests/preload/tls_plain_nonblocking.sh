@@ -16,15 +16,9 @@
 # after each signal instead of failing the write, so every request still
 # succeeds and is paced.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
-need python3
-need openssl
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-	-keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 1 -subj /CN=localhost \
-	>"$tmp/openssl.log" 2>&1 || fail "openssl: $(cat "$tmp/openssl.log")"
-cat >"$tmp/server.py" <<'PY'
-import ssl, sys, threading, time
-from httpd import Quiet, serve
+start_https <<'PY'
+import sys, threading, time
+from httpd import Quiet
 tmp = sys.argv[1]
 lock = threading.Lock()
 class Handler(Quiet):
@@ -33,13 +27,8 @@ class Handler(Quiet):
         with lock, open(tmp + "/arrivals", "a") as log:
             log.write("%.6f\n" % time.monotonic())
         self.ok()
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(tmp + "/cert.pem", tmp + "/key.pem")
-serve(Handler, tmp + "/port", lifetime_s=120, ssl_context=context)
 PY
-python3 "$tmp/server.py" "$tmp" </dev/null >"$tmp/server.log" 2>&1 &
-started $!
-port=$(await_port "$tmp/port" "$tmp/server.log")
+port=$https_port
 cat >"$tmp/client.py" <<'PY'
 import select, signal, socket, ssl, sys
 port, mode = int(sys.argv[1]), sys.argv[2]
