@@ -12,28 +12,28 @@
 # once with 503 and no Retry-After, /health at once.  Under
 # floor=max=50 proto=http exclude=/health: the request after /busy reaches
 # the server no earlier than 1.8 s after it (the bucket paused for 2 s);
-# every / is one sample (6) and their p50 is within 10% of the server's 100
-# ms; the 429 and the fast 503 are unreachable (2), not samples; /health is
+# every / is one sample (6) and their p50 is within 10% of the time the
+# server logs it took over them (its 100 ms sleep and what a busy machine
+# adds to it), plus the two wake-ups of a round trip (the server's at the
+# request, the client's at the answer), as late as start_lateness measures
+# them beside the test: on a quiet machine a fraction of a millisecond,
+# under ASan on a loaded one (where a fixed 110 ms bound read 110.6)
+# tens; the 429 and the fast 503 are unreachable (2), not samples; /health is
 # excluded.  Before, over TLS the request after the 429 went out 0.02 s
 # later, the 503 and /health were samples, and the round trips were the
 # records' (issue 18).
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
-need python3
-need openssl
-
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-	-keyout "$tmp/key.pem" -out "$tmp/cert.pem" -days 1 -subj /CN=localhost \
-	>"$tmp/openssl.log" 2>&1 || fail "openssl: $(cat "$tmp/openssl.log")"
-cat >"$tmp/server.py" <<'PY'
-import ssl, sys, threading, time
-from httpd import Quiet, serve
+start_https <<'PY'
+import sys, threading, time
+from httpd import Quiet
 tmp = sys.argv[1]
 lock = threading.Lock()
 class Handler(Quiet):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
+        arrived = time.monotonic()
         with lock, open(tmp + "/arrivals", "a") as log:
-            log.write("%.6f %s\n" % (time.monotonic(), self.path))
+            log.write("%.6f %s\n" % (arrived, self.path))
         if self.path == "/busy":
             self.send_response(429)
             self.send_header("Retry-After", "2")
@@ -47,13 +47,11 @@ class Handler(Quiet):
         if self.path == "/":
             time.sleep(0.1)
         self.ok()
-context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-context.load_cert_chain(tmp + "/cert.pem", tmp + "/key.pem")
-serve(Handler, tmp + "/port", lifetime_s=120, ssl_context=context)
+        if self.path == "/":
+            with lock, open(tmp + "/handling", "a") as log:
+                log.write("%.6f\n" % (time.monotonic() - arrived))
 PY
-python3 "$tmp/server.py" "$tmp" </dev/null >"$tmp/server.log" 2>&1 &
-started $!
-port=$(await_port "$tmp/port" "$tmp/server.log")
+port=$https_port
 paths="/ / / /busy / / /down /health /"
 cat >"$tmp/client.py" <<'PY'
 import http.client, ssl, sys
@@ -80,20 +78,29 @@ PY
 run_client() {
 	name=$1
 	shift
-	rm -f "$tmp/arrivals" "$AGILE_STATE"
+	rm -f "$tmp/arrivals" "$tmp/handling" "$AGILE_STATE"
 	export AGILE_DEST_WEB="127.0.0.1:$port floor=50 max=50 initial=50 proto=http exclude=/health"
+	start_lateness "$name" 30
 	preloaded "$@" >"$tmp/$name.log" 2>&1 ||
 		fail "$name failed: $(tail -3 "$tmp/$name.log")"
 	[ "$(count_lines "$tmp/arrivals")" -eq 9 ] ||
 		fail "$name: the server saw $(count_lines "$tmp/arrivals") requests, not 9"
 	gap=$(gap_after_busy)
+	handled=$(python3 -c 'import statistics, sys
+print("%.1f" % (1000 * statistics.median(float(l) for l in open(sys.argv[1]))))' \
+		"$tmp/handling")
+	# The 90th percentile of the wake-ups' lateness over the client's run.
+	late=$(python3 -c 'import sys
+late = sorted(float(l.split()[1]) for l in open(sys.argv[1]) if len(l.split()) == 2)
+print("%.1f" % (1000 * late[len(late) * 9 // 10]) if late else 0)' \
+		"$tmp/$name.lateness")
 	# shellcheck disable=SC2046
 	set -- $(stat_json web \
 		'"%d %.1f %d %d %d %d" % (d["samples_total"], d["p50_ms"], d["unreachable"], d["http"]["excluded"], d["http"]["pauses"], d["connects"])')
-	note "$name: $gap s after the 429; $1 samples, p50 $2 ms, $3 unreachable, $4 excluded, $5 pauses, $6 connects"
+	note "$name: $gap s after the 429; $1 samples, p50 $2 ms (the server's own median $handled ms, wake-ups $late ms late), $3 unreachable, $4 excluded, $5 pauses, $6 connects"
 	check "v[0] >= 1.8" "$name: a 429 with Retry-After: 2 over TLS pauses the next request" "$gap"
 	check "v[0] == 6" "$name: one sample per answered request, none for the 429, 503 or /health" "$1"
-	check "abs(v[0] - 100) <= 10" "$name: p50 within 10% of the server's 100 ms" "$2"
+	check "0.9 * v[1] <= v[0] <= 1.1 * v[1] + 2 * v[2]" "$name: p50 within 10% of the server's own time for /, and two wake-ups" "$2" "$handled" "$late"
 	check "v[0] == 2" "$name: the 429 and the fast 503 are unreachable" "$3"
 	check "v[0] == 1" "$name: /health is excluded" "$4"
 	check "v[0] == 1" "$name: one pause" "$5"
