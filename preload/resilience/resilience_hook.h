@@ -132,7 +132,8 @@ int agile__keys_admit(int dest, struct agile_state_resilience *z,
 /* ---- http.c ------------------------------------------------------------- */
 
 /* The first bytes of a request were sent (outbound) or read (inbound):
- * mark it excluded when its path is in exclude=. */
+ * mark it excluded when its path is in exclude=, and not otherwise (also
+ * when data[0, len) is empty). */
 void agile__http_request(struct agile_fd *t,
                          const struct agile_resilience_config *c,
                          const void *data, size_t len);

@@ -390,9 +390,12 @@ void agile__http_request(struct agile_fd *t,
                          const struct agile_resilience_config *c,
                          const void *data, size_t len)
 {
-	if (c->exclude_count == 0 || data == NULL || len == 0)
+	if (c->exclude_count == 0)
 		return;
-	if (excluded(c, data, len))
+	/* A request whose first bytes are not visible (a send whose first
+	 * iovec is empty) is not excluded: the mark of an earlier request
+	 * not yet answered must not pass to it (fuzz_tls_plain found one). */
+	if (data != NULL && len > 0 && excluded(c, data, len))
 		__atomic_fetch_or(&t->flags, AGILE_FD_EXCLUDED,
 		                  __ATOMIC_ACQ_REL);
 	else
