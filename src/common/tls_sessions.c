@@ -83,14 +83,27 @@ bool agile__tls_sessions_learn(uint64_t *slots, unsigned bits,
 
 	if (key == 0 || fd < 0 || (uint64_t)fd > FD_MASK)
 		return false;
-	if (agile__tls_sessions_fd(slots, bits, session) == fd)
-		return true;
+	/* Its own slot first: a session in two slots, the first taken by
+	 * another session later, would be found again on the descriptor of
+	 * the second, which may by then be another connection's. */
 	for (size_t i = 0; i < AGILE_TLS_SESSION_PROBES; i++) {
 		uint64_t *slot = slot_at(slots, bits, home, i);
 		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 
-		if (((v & ~FD_MASK) == key || v == 0 ||
-		     !tracked((int)(v & FD_MASK))) &&
+		if ((v & ~FD_MASK) != key)
+			continue;
+		if (v == (key | (uint64_t)fd) ||
+		    __atomic_compare_exchange_n(slot, &v, key | (uint64_t)fd,
+		                                false, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_ACQUIRE))
+			return true;
+		break; /* another thread moved it: take a free one */
+	}
+	for (size_t i = 0; i < AGILE_TLS_SESSION_PROBES; i++) {
+		uint64_t *slot = slot_at(slots, bits, home, i);
+		uint64_t v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+
+		if ((v == 0 || !tracked((int)(v & FD_MASK))) &&
 		    __atomic_compare_exchange_n(slot, &v, key | (uint64_t)fd,
 		                                false, __ATOMIC_ACQ_REL,
 		                                __ATOMIC_ACQUIRE))

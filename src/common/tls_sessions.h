@@ -6,15 +6,17 @@
  * descriptor is learnt).
  *
  * Open addressing over a power of two of slots, one 64-bit word each: the
- * session's address shifted past the descriptor's 16 bits, or the descriptor
- * itself, 0 for an empty slot.  A session is looked for in the
+ * session's address shifted left by 16 bits, ORed with the descriptor; 0
+ * for an empty slot.  A session is looked for in the
  * AGILE_TLS_SESSION_PROBES slots from its home on; slots are read and
- * written with atomics only, so that a lookup takes no lock and a fork never
- * finds one held.  A slot is taken by another session
- * only once its descriptor is no longer tracked (the caller says which are);
- * a session for which no slot is left in its window is not mapped, and the
- * preload follows it by its records (tls.h).  Addresses of 47 bits or more
- * and descriptors above AGILE_TLS_SESSION_FD_MAX are never mapped.
+ * written with atomics only, so that a lookup takes no lock and a fork
+ * never finds one held.  A session holds one slot at most (but while two
+ * threads learn it at once): learnt again on another descriptor, it takes
+ * its own slot again.  A slot is taken by another session only once its
+ * descriptor is no longer tracked (the caller says which are); a session
+ * for which no slot is left in its window is not mapped, and the preload
+ * follows it by its records (tls.h).  Addresses of 47 bits or more and
+ * descriptors above AGILE_TLS_SESSION_FD_MAX are never mapped.
  *
  * Pure: no system call, no global; the caller owns the slots (the preload
  * one static table of AGILE_TLS_SESSIONS, the fuzz harness smaller ones, to
