@@ -53,9 +53,7 @@ int64_t agile__bucket_min_interval(double max_rate)
 	return (int64_t)min_ns;
 }
 
-/* The slot a take issued now would get, given the latest planned grant. */
-static int64_t next_slot(const struct agile_bucket *b, int64_t last_ns,
-                         int64_t now_ns)
+int64_t agile_bucket_interval_ns(const struct agile_bucket *b)
 {
 	int64_t interval_ns = agile__load_i64(&b->interval_ns);
 	int64_t min_interval_ns = agile__load_i64(&b->min_interval_ns);
@@ -71,6 +69,28 @@ static int64_t next_slot(const struct agile_bucket *b, int64_t last_ns,
 		interval_ns = 1;
 	if (interval_ns > AGILE__MAX_INTERVAL_NS)
 		interval_ns = AGILE__MAX_INTERVAL_NS;
+	return interval_ns;
+}
+
+/* now_ns + span x num / den, rounded up (a grant moved closer is never
+ * moved past its share), exact in long double for any span a bucket
+ * plans (validate.c bounds it). */
+static int64_t scaled_from(int64_t now_ns, int64_t span, int64_t num,
+                           int64_t den)
+{
+	long double moved = ceill((long double)span * (long double)num /
+	                          (long double)den);
+
+	if (!(moved < (long double)span))
+		return agile__add_sat(now_ns, span);
+	return agile__add_sat(now_ns, (int64_t)moved);
+}
+
+/* The slot a take issued now would get, given the latest planned grant. */
+static int64_t next_slot(const struct agile_bucket *b, int64_t last_ns,
+                         int64_t now_ns)
+{
+	int64_t interval_ns = agile_bucket_interval_ns(b);
 
 	/* Saturating: a wrapped planned time would be a slot in the distant
 	 * past, granted at once. */
@@ -106,6 +126,39 @@ void agile_bucket_set_rate(struct agile_bucket *b, double rate)
 	int64_t min_interval_ns = agile__load_i64(&b->min_interval_ns);
 	agile__store_i64(&b->interval_ns,
 	                 agile__bucket_interval(rate, min_interval_ns));
+}
+
+void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns)
+{
+	int64_t before = agile_bucket_interval_ns(b);
+	int64_t after, last_ns, moved;
+
+	agile_bucket_set_rate(b, rate);
+	after = agile_bucket_interval_ns(b);
+	if (after >= before)
+		return;
+	/* A take that lands between the store above and this CAS planned its
+	 * grant at the new spacing already; moving it too only brings it a
+	 * little closer to the grant before it, never under the new spacing
+	 * from the grants the rise moved. */
+	last_ns = agile__load_i64(&b->last_ns);
+	do {
+		if (last_ns <= now_ns)
+			return;
+		moved = scaled_from(now_ns, last_ns - now_ns, after, before);
+	} while (!agile__cas_i64(&b->last_ns, &last_ns, moved));
+}
+
+int64_t agile_bucket_replan(const struct agile_bucket *b, int64_t planned_ns,
+                            int64_t *ref_ns, int64_t now_ns)
+{
+	int64_t current = agile_bucket_interval_ns(b);
+	int64_t ref = *ref_ns;
+
+	*ref_ns = current;
+	if (ref <= 0 || current >= ref || planned_ns <= now_ns)
+		return planned_ns;
+	return scaled_from(now_ns, planned_ns - now_ns, current, ref);
 }
 
 double agile_bucket_rate(const struct agile_bucket *b)

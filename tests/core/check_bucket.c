@@ -125,6 +125,83 @@ START_TEST(bucket_rate_change_affects_next_grant)
 }
 END_TEST
 
+/* 32 threads reserved their grants at 1 req/s, up to 31 s ahead; the
+ * controller raises the rate to 100 at 0.5 s: without the retime, every
+ * new grant queues behind them and the program sends at 1 req/s for half
+ * a minute after the rise (issue 15's grant horizon). */
+START_TEST(bucket_retime_moves_planned_grants_closer)
+{
+	struct agile_bucket b;
+	int64_t planned[32];
+
+	ck_assert_int_eq(agile_bucket_init(&b, 1, 1000), 0);
+	for (int i = 0; i < 32; i++)
+		planned[i] = agile_bucket_take(&b, 0);
+	ck_assert_int_eq(planned[31], 31 * S);
+
+	agile_bucket_retime(&b, 100, 500 * MS);
+	/* 30.5 s of grants at 1 s each are 30.5 grants: 305 ms at 10 ms. */
+	ck_assert_int_eq(b.last_ns, 805 * MS);
+	ck_assert_int_eq(agile_bucket_take(&b, 500 * MS), 815 * MS);
+
+	/* Each waiter moves its own grant by the same factor, from when it
+	 * asks; asking later only keeps it a little later. */
+	int64_t ref = S;
+	ck_assert_int_eq(agile_bucket_replan(&b, planned[31], &ref, 500 * MS),
+	                 805 * MS);
+	ck_assert_int_eq(ref, 10 * MS);
+	ck_assert_int_eq(agile_bucket_replan(&b, 805 * MS, &ref, 600 * MS),
+	                 805 * MS);
+	ref = S;
+	ck_assert_int_eq(agile_bucket_replan(&b, planned[31], &ref, 600 * MS),
+	                 904 * MS);
+	/* Spacing between two waiters' grants stays at least the new
+	 * interval. */
+	ref = S;
+	int64_t a = agile_bucket_replan(&b, planned[30], &ref, 600 * MS);
+	ck_assert_int_ge(904 * MS - a, 10 * MS);
+	/* A grant already due is left alone. */
+	ref = S;
+	ck_assert_int_eq(agile_bucket_replan(&b, 400 * MS, &ref, 600 * MS),
+	                 400 * MS);
+}
+END_TEST
+
+/* A fall leaves the planned grants where they were promised; the next
+ * grant is spaced at the new interval after the last of them. */
+START_TEST(bucket_retime_fall_keeps_planned_grants)
+{
+	struct agile_bucket b;
+	int64_t ref = 10 * MS;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 1000), 0);
+	for (int i = 0; i < 3; i++)
+		(void)agile_bucket_take(&b, 0);
+	agile_bucket_retime(&b, 10, 0);
+	ck_assert_int_eq(b.last_ns, 20 * MS);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 120 * MS);
+	ck_assert_int_eq(agile_bucket_replan(&b, 120 * MS, &ref, 0), 120 * MS);
+	ck_assert_int_eq(ref, 100 * MS);
+}
+END_TEST
+
+/* A rise past the ceiling moves the grants by the ceiling's spacing only:
+ * the retime never plans two grants closer than max allows. */
+START_TEST(bucket_retime_holds_the_ceiling)
+{
+	struct agile_bucket b;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 10, 20), 0);
+	for (int i = 0; i < 11; i++)
+		(void)agile_bucket_take(&b, 0);
+	ck_assert_int_eq(b.last_ns, S);
+	agile_bucket_retime(&b, 1000, 0);
+	ck_assert_int_eq(b.interval_ns, 50 * MS);
+	ck_assert_int_eq(b.last_ns, 500 * MS);
+	ck_assert_int_eq(agile_bucket_take(&b, 0), 550 * MS);
+}
+END_TEST
+
 START_TEST(bucket_ceiling_enforced)
 {
 	struct agile_bucket b;
@@ -429,6 +506,9 @@ Suite *bucket_suite(void)
 	tcase_add_test(take, bucket_spacing_exact);
 	tcase_add_test(take, bucket_slot_is_now_when_late);
 	tcase_add_test(take, bucket_rate_change_affects_next_grant);
+	tcase_add_test(take, bucket_retime_moves_planned_grants_closer);
+	tcase_add_test(take, bucket_retime_fall_keeps_planned_grants);
+	tcase_add_test(take, bucket_retime_holds_the_ceiling);
 	tcase_add_test(take, bucket_no_burst_after_idle);
 	tcase_add_test(take, bucket_saturates_instead_of_wrapping);
 	suite_add_tcase(s, take);
