@@ -78,44 +78,6 @@ bool agile__track_still_tracked(struct agile_fd *t)
  * the fleet's slot after it are at most about a second, and were reserved
  * for this send already.
  */
-/*
- * How often a wait for a grant further ahead looks whether the rate rose
- * meanwhile.  The grant was planned at the rate of its take; a program
- * whose threads all took theirs at a low rate would sleep through them at
- * that rate after the controller raised it, and its ticks, with no answer
- * to read, could not raise it further (32 Python threads at 1 req/s held
- * grants up to 32 s ahead, issue 15).  The bucket moves the grants it
- * planned at each rise (agile_bucket_retime); each waiter moves its own
- * (agile_bucket_replan) when it wakes, at most this late.
- */
-#define GRANT_RECHECK_NS (100 * AGILE_NS_PER_MS)
-
-/* Sleep until *planned, moving it closer when the rate rises; true when a
- * signal's handler cut the wait short (agile__track_wait_on). */
-static bool wait_for_grant(struct agile_fd *t, int64_t *planned, int64_t now,
-                           int fd)
-{
-	const struct agile_bucket *b = &slot_of(t)->limiter.bucket;
-	/* A destination whose stricter sibling slot planned the grant
-	 * (destinations.c) keeps it: this bucket's rise is not that one's. */
-	bool follow = __atomic_load_n(&agile__destination[t->dest].stricter,
-	                              __ATOMIC_ACQUIRE) == NULL;
-	int64_t ref = agile_bucket_interval_ns(b);
-
-	for (;;) {
-		int64_t until = *planned;
-
-		if (follow && until - now > GRANT_RECHECK_NS)
-			until = now + GRANT_RECHECK_NS;
-		if (agile__track_wait_on(until, fd))
-			return true;
-		now = agile__now_ns();
-		if (now >= *planned)
-			return false;
-		*planned = agile_bucket_replan(b, *planned, &ref, now);
-	}
-}
-
 int64_t agile__track_settle_grant(struct agile_fd *t, int64_t now,
                                   bool interruptible, bool *interrupted)
 {
@@ -125,7 +87,7 @@ int64_t agile__track_settle_grant(struct agile_fd *t, int64_t now,
 	if (planned > now) {
 		int fd = interruptible ? fd_of(t) : -1;
 
-		if (wait_for_grant(t, &planned, now, fd)) {
+		if (agile__track_wait_grant(t, &planned, now, fd)) {
 			int64_t none = 0;
 
 			/* Not over a grant another thread planned on the

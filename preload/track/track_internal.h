@@ -153,6 +153,10 @@ void agile__track_watch(int fd);
 /* Sleep until `planned`, stamping responses that arrive meanwhile; true
  * when cut short for a send on `interruptible_fd` to fail with EINTR. */
 bool agile__track_wait_on(int64_t planned, int interruptible_fd);
+/* Wait for a socket's grant planned at *planned, following the rate's
+ * rises (wait.c); true when a signal's handler cut it short. */
+bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned,
+                             int64_t now, int fd);
 /* The same, never cut short (the fleet's callback too). */
 void agile__track_wait(int64_t planned);
 

@@ -136,15 +136,18 @@ static bool is_fault_signal(int sig)
 	       sig == SIGILL || sig == SIGTRAP || sig == SIGSYS;
 }
 
-static bool interrupt_reported(int fd)
+static bool interrupt_reported(int fd, const sigset_t *during)
 {
 	sigset_t blocked;
 	int saved = errno;
 	int flags = agile__libc.fcntl(fd, F_GETFL);
 	bool report = false;
 
+	if (during != NULL)
+		blocked = *during;
 	if (flags >= 0 && !(flags & O_NONBLOCK) &&
-	    pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0) {
+	    (during != NULL ||
+	     pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0)) {
 		for (int sig = 1; sig < NSIG && !report; sig++) {
 			struct sigaction action;
 
@@ -165,7 +168,8 @@ static bool interrupt_reported(int fd)
 /* The frame of the tracked call this thread is in (track.h). */
 __thread uintptr_t agile__hook_frame __attribute__((tls_model("initial-exec")));
 
-static bool wait_on(int64_t planned, int interruptible_fd);
+static bool wait_on(int64_t planned, int interruptible_fd,
+                    const sigset_t *during);
 
 /*
  * Sleep until `planned`, stamping responses that arrive meanwhile.  A
@@ -187,12 +191,37 @@ bool agile__track_wait_on(int64_t planned, int interruptible_fd)
 
 	if (outer == 0)
 		agile__hook_frame = (uintptr_t)__builtin_frame_address(0);
-	early = wait_on(planned, interruptible_fd);
+	early = wait_on(planned, interruptible_fd, NULL);
 	agile__hook_frame = outer;
 	return early;
 }
 
-static bool wait_on(int64_t planned, int interruptible_fd)
+/*
+ * agile__track_wait_on for a caller that blocks the signals itself
+ * between waits (agile__track_wait_grant, which wakes every 100 ms to
+ * follow the rate): the sleep takes `during`, the caller's own mask, for
+ * its duration only, as ppoll does atomically, so a signal that comes
+ * between two waits stays pending until the next one and ends it as if it
+ * had come during it.  Unmasked between them, the handler of a timer that
+ * fell due at a wake-up ran outside any sleep, and the send went on
+ * waiting past the program's timeout (tests/preload/alarm_timeout.sh).
+ */
+__attribute__((noinline))
+static bool wait_masked(int64_t planned, int interruptible_fd,
+                        const sigset_t *during)
+{
+	uintptr_t outer = agile__hook_frame;
+	bool early;
+
+	if (outer == 0)
+		agile__hook_frame = (uintptr_t)__builtin_frame_address(0);
+	early = wait_on(planned, interruptible_fd, during);
+	agile__hook_frame = outer;
+	return early;
+}
+
+static bool wait_on(int64_t planned, int interruptible_fd,
+                    const sigset_t *during)
 {
 	struct pollfd pfd[WATCH_MAX];
 	bool stale;
@@ -206,7 +235,13 @@ static bool wait_on(int64_t planned, int interruptible_fd)
 			return false;
 		n = watch_prepare(pfd);
 		busy = agile__busy_suspend(); /* a handler may jump out */
-		if (n == 0) {
+		if (during != NULL) {
+			timeout.tv_sec = (planned - now) / AGILE_NS_PER_S;
+			timeout.tv_nsec = (planned - now) % AGILE_NS_PER_S;
+			rc = ppoll(n > 0 ? pfd : NULL, (nfds_t)n, &timeout,
+			           during);
+			error = rc < 0 ? errno : 0;
+		} else if (n == 0) {
 			timeout.tv_sec = planned / AGILE_NS_PER_S;
 			timeout.tv_nsec = planned % AGILE_NS_PER_S;
 			error = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME,
@@ -221,7 +256,7 @@ static bool wait_on(int64_t planned, int interruptible_fd)
 		agile__busy_resume(busy);
 		if (rc < 0 && error == EINTR) {
 			if (interruptible_fd >= 0 &&
-			    interrupt_reported(interruptible_fd))
+			    interrupt_reported(interruptible_fd, during))
 				return true;
 			continue;
 		}
@@ -264,6 +299,65 @@ static bool wait_on(int64_t planned, int interruptible_fd)
 			agile__busy_resume(busy);
 		}
 	}
+}
+
+/*
+ * How often a wait for a grant further ahead looks whether the rate rose
+ * meanwhile.  The grant was planned at the rate of its take; a program
+ * whose threads all took theirs at a low rate would sleep through them at
+ * that rate after the controller raised it, and its ticks, with no answer
+ * to read, could not raise it further (32 Python threads at 1 req/s held
+ * grants up to 32 s ahead, issue 15).  The bucket moves the grants it
+ * planned at each rise (agile_bucket_retime); each waiter moves its own
+ * (agile_bucket_replan) when it wakes, at most this late.
+ */
+#define GRANT_RECHECK_NS (100 * AGILE_NS_PER_MS)
+
+/* Sleep until *planned, moving it closer when the rate rises; true when a
+ * signal's handler cut the wait short (agile__track_wait_on).  Between two
+ * of its sleeps the signals are blocked (wait_masked), but
+ * for the faults of an instruction, which are never sent to a sleeping
+ * thread and kill one that blocks them. */
+bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
+                            int fd)
+{
+	const struct agile_bucket *b = &slot_of(t)->limiter.bucket;
+	sigset_t block, during;
+	int64_t ref;
+	bool early = false;
+
+	/* A destination whose stricter sibling slot planned the grant
+	 * (destinations.c) keeps it: this bucket's rise is not that one's. */
+	if (*planned - now <= GRANT_RECHECK_NS ||
+	    __atomic_load_n(&agile__destination[t->dest].stricter,
+	                    __ATOMIC_ACQUIRE) != NULL)
+		return agile__track_wait_on(*planned, fd);
+	sigfillset(&block);
+	sigdelset(&block, SIGSEGV);
+	sigdelset(&block, SIGBUS);
+	sigdelset(&block, SIGFPE);
+	sigdelset(&block, SIGILL);
+	sigdelset(&block, SIGTRAP);
+	sigdelset(&block, SIGSYS);
+	if (pthread_sigmask(SIG_BLOCK, &block, &during) != 0)
+		return agile__track_wait_on(*planned, fd);
+	ref = agile_bucket_interval_ns(b);
+	for (;;) {
+		int64_t until = *planned;
+
+		if (until - now > GRANT_RECHECK_NS)
+			until = now + GRANT_RECHECK_NS;
+		if (wait_masked(until, fd, &during)) {
+			early = true;
+			break;
+		}
+		now = agile__now_ns();
+		if (now >= *planned)
+			break;
+		*planned = agile_bucket_replan(b, *planned, &ref, now);
+	}
+	pthread_sigmask(SIG_SETMASK, &during, NULL);
+	return early;
 }
 
 /* agile__track_wait_on that is never cut short (the fleet's callback too). */
