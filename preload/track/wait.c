@@ -323,7 +323,7 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 {
 	const struct agile_bucket *b = &slot_of(t)->limiter.bucket;
 	sigset_t block, during;
-	int64_t ref;
+	int64_t ref, keep;
 	bool early = false;
 
 	/* A destination whose stricter sibling slot planned the grant
@@ -342,6 +342,7 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 	if (pthread_sigmask(SIG_BLOCK, &block, &during) != 0)
 		return agile__track_wait_on(*planned, fd);
 	ref = agile_bucket_interval_ns(b);
+	keep = agile__destination[t->dest].config.tick_ns;
 	for (;;) {
 		int64_t until = *planned;
 
@@ -354,7 +355,7 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 		now = agile__now_ns();
 		if (now >= *planned)
 			break;
-		*planned = agile_bucket_replan(b, *planned, &ref, now);
+		*planned = agile_bucket_replan(b, *planned, &ref, now, keep);
 	}
 	pthread_sigmask(SIG_SETMASK, &during, NULL);
 	return early;

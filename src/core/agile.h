@@ -360,25 +360,27 @@ int agile_bucket_init(struct agile_bucket *b, double rate, double max_rate);
 void agile_bucket_set_rate(struct agile_bucket *b, double rate);
 /*
  * agile_bucket_set_rate at now_ns, and when the rate rises, the grants
- * already planned after now_ns move closer by the same factor: they were
- * spaced at the old rate, and a program whose threads all reserved their
- * grants at a low rate (32 threads at 1 req/s hold grants up to 32 s
- * ahead) would otherwise send at the old rate long after the controller
- * raised it, and new grants queue behind them.  A fall leaves them where
- * they are (they were promised).  Each waiter moves its own grant with
- * agile_bucket_replan.
+ * planned beyond now_ns + keep_ns (the next tick: those were planned
+ * knowing what the last one said) move closer to that point by the same
+ * factor: they were spaced at the old rate, and a program whose threads
+ * all reserved their grants at a low rate (32 threads at 1 req/s hold
+ * grants up to 32 s ahead) would otherwise send at the old rate long after
+ * the controller raised it, and new grants queue behind them.  A fall
+ * leaves them where they are (they were promised).  Each waiter moves its
+ * own grant with agile_bucket_replan.
  */
-void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns);
+void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns,
+                         int64_t keep_ns);
 /*
  * A waiter's planned grant after the rate rose: planned_ns was spaced at
- * the interval *ref_ns, so its distance from now_ns shrinks by the current
- * interval over that one (never below now_ns); *ref_ns becomes the current
+ * the interval *ref_ns, so its distance beyond now_ns + keep_ns shrinks by
+ * the current interval over that one; *ref_ns becomes the current
  * interval.  A waiter that asks later than the retime moved the bucket
  * keeps a grant a little later than the bucket's, never earlier, so the
  * spacing never falls below the new interval.
  */
 int64_t agile_bucket_replan(const struct agile_bucket *b, int64_t planned_ns,
-                            int64_t *ref_ns, int64_t now_ns);
+                            int64_t *ref_ns, int64_t now_ns, int64_t keep_ns);
 /* The current spacing, clamped as a take reads it. */
 int64_t agile_bucket_interval_ns(const struct agile_bucket *b);
 double agile_bucket_rate(const struct agile_bucket *b);

@@ -128,8 +128,10 @@ void agile_bucket_set_rate(struct agile_bucket *b, double rate)
 	                 agile__bucket_interval(rate, min_interval_ns));
 }
 
-void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns)
+void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns,
+                         int64_t keep_ns)
 {
+	int64_t from = agile__add_sat(now_ns, keep_ns < 0 ? 0 : keep_ns);
 	int64_t before = agile_bucket_interval_ns(b);
 	int64_t after, last_ns, moved;
 
@@ -143,22 +145,23 @@ void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns)
 	 * from the grants the rise moved. */
 	last_ns = agile__load_i64(&b->last_ns);
 	do {
-		if (last_ns <= now_ns)
+		if (last_ns <= from)
 			return;
-		moved = scaled_from(now_ns, last_ns - now_ns, after, before);
+		moved = scaled_from(from, last_ns - from, after, before);
 	} while (!agile__cas_i64(&b->last_ns, &last_ns, moved));
 }
 
 int64_t agile_bucket_replan(const struct agile_bucket *b, int64_t planned_ns,
-                            int64_t *ref_ns, int64_t now_ns)
+                            int64_t *ref_ns, int64_t now_ns, int64_t keep_ns)
 {
 	int64_t current = agile_bucket_interval_ns(b);
 	int64_t ref = *ref_ns;
+	int64_t from = agile__add_sat(now_ns, keep_ns < 0 ? 0 : keep_ns);
 
 	*ref_ns = current;
-	if (ref <= 0 || current >= ref || planned_ns <= now_ns)
+	if (ref <= 0 || current >= ref || planned_ns <= from)
 		return planned_ns;
-	return scaled_from(now_ns, planned_ns - now_ns, current, ref);
+	return scaled_from(from, planned_ns - from, current, ref);
 }
 
 double agile_bucket_rate(const struct agile_bucket *b)

@@ -288,7 +288,8 @@ void agile_rate_tick(struct agile_rate_limiter *l, int64_t now_ns)
 	 * (an event loop sleeps through its sockets' grants one by one). */
 	bool pending = agile__load_i64(&l->bucket.last_ns) > now_ns;
 	double rate = loop_step(&l->loop, now_ns, used, elapsed, pending);
-	agile_bucket_retime(&l->bucket, rate, now_ns);
+	agile_bucket_retime(&l->bucket, rate, now_ns,
+	                    l->loop.config.tick_ns);
 }
 
 bool agile_rate_tick_if_due(struct agile_rate_limiter *l, int64_t now_ns)

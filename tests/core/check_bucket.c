@@ -139,7 +139,7 @@ START_TEST(bucket_retime_moves_planned_grants_closer)
 		planned[i] = agile_bucket_take(&b, 0);
 	ck_assert_int_eq(planned[31], 31 * S);
 
-	agile_bucket_retime(&b, 100, 500 * MS);
+	agile_bucket_retime(&b, 100, 500 * MS, 0);
 	/* 30.5 s of grants at 1 s each are 30.5 grants: 305 ms at 10 ms. */
 	ck_assert_int_eq(b.last_ns, 805 * MS);
 	ck_assert_int_eq(agile_bucket_take(&b, 500 * MS), 815 * MS);
@@ -147,23 +147,50 @@ START_TEST(bucket_retime_moves_planned_grants_closer)
 	/* Each waiter moves its own grant by the same factor, from when it
 	 * asks; asking later only keeps it a little later. */
 	int64_t ref = S;
-	ck_assert_int_eq(agile_bucket_replan(&b, planned[31], &ref, 500 * MS),
+	ck_assert_int_eq(agile_bucket_replan(&b, planned[31], &ref, 500 * MS, 0),
 	                 805 * MS);
 	ck_assert_int_eq(ref, 10 * MS);
-	ck_assert_int_eq(agile_bucket_replan(&b, 805 * MS, &ref, 600 * MS),
+	ck_assert_int_eq(agile_bucket_replan(&b, 805 * MS, &ref, 600 * MS, 0),
 	                 805 * MS);
 	ref = S;
-	ck_assert_int_eq(agile_bucket_replan(&b, planned[31], &ref, 600 * MS),
+	ck_assert_int_eq(agile_bucket_replan(&b, planned[31], &ref, 600 * MS, 0),
 	                 904 * MS);
 	/* Spacing between two waiters' grants stays at least the new
 	 * interval. */
 	ref = S;
-	int64_t a = agile_bucket_replan(&b, planned[30], &ref, 600 * MS);
+	int64_t a = agile_bucket_replan(&b, planned[30], &ref, 600 * MS, 0);
 	ck_assert_int_ge(904 * MS - a, 10 * MS);
 	/* A grant already due is left alone. */
 	ref = S;
-	ck_assert_int_eq(agile_bucket_replan(&b, 400 * MS, &ref, 600 * MS),
+	ck_assert_int_eq(agile_bucket_replan(&b, 400 * MS, &ref, 600 * MS, 0),
 	                 400 * MS);
+}
+END_TEST
+
+/* The grants of the next tick keep their times (they were planned
+ * knowing what the last tick said); those beyond move. */
+START_TEST(bucket_retime_keeps_the_next_tick)
+{
+	struct agile_bucket b;
+	int64_t ref = S;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 1, 1000), 0);
+	for (int i = 0; i < 32; i++)
+		(void)agile_bucket_take(&b, 0);
+	agile_bucket_retime(&b, 100, 0, S);
+	/* 30 s of grants beyond the tick's, at 10 ms each. */
+	ck_assert_int_eq(b.last_ns, 1300 * MS);
+	ck_assert_int_eq(agile_bucket_replan(&b, 31 * S, &ref, 0, S),
+	                 1300 * MS);
+	ref = S;
+	ck_assert_int_eq(agile_bucket_replan(&b, 800 * MS, &ref, 0, S),
+	                 800 * MS);
+	/* A rise with every grant inside the tick moves none. */
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 1000), 0);
+	for (int i = 0; i < 50; i++)
+		(void)agile_bucket_take(&b, 0);
+	agile_bucket_retime(&b, 200, 0, S);
+	ck_assert_int_eq(b.last_ns, 490 * MS);
 }
 END_TEST
 
@@ -177,10 +204,10 @@ START_TEST(bucket_retime_fall_keeps_planned_grants)
 	ck_assert_int_eq(agile_bucket_init(&b, 100, 1000), 0);
 	for (int i = 0; i < 3; i++)
 		(void)agile_bucket_take(&b, 0);
-	agile_bucket_retime(&b, 10, 0);
+	agile_bucket_retime(&b, 10, 0, 0);
 	ck_assert_int_eq(b.last_ns, 20 * MS);
 	ck_assert_int_eq(agile_bucket_take(&b, 0), 120 * MS);
-	ck_assert_int_eq(agile_bucket_replan(&b, 120 * MS, &ref, 0), 120 * MS);
+	ck_assert_int_eq(agile_bucket_replan(&b, 120 * MS, &ref, 0, 0), 120 * MS);
 	ck_assert_int_eq(ref, 100 * MS);
 }
 END_TEST
@@ -195,7 +222,7 @@ START_TEST(bucket_retime_holds_the_ceiling)
 	for (int i = 0; i < 11; i++)
 		(void)agile_bucket_take(&b, 0);
 	ck_assert_int_eq(b.last_ns, S);
-	agile_bucket_retime(&b, 1000, 0);
+	agile_bucket_retime(&b, 1000, 0, 0);
 	ck_assert_int_eq(b.interval_ns, 50 * MS);
 	ck_assert_int_eq(b.last_ns, 500 * MS);
 	ck_assert_int_eq(agile_bucket_take(&b, 0), 550 * MS);
@@ -508,6 +535,7 @@ Suite *bucket_suite(void)
 	tcase_add_test(take, bucket_rate_change_affects_next_grant);
 	tcase_add_test(take, bucket_retime_moves_planned_grants_closer);
 	tcase_add_test(take, bucket_retime_fall_keeps_planned_grants);
+	tcase_add_test(take, bucket_retime_keeps_the_next_tick);
 	tcase_add_test(take, bucket_retime_holds_the_ceiling);
 	tcase_add_test(take, bucket_no_burst_after_idle);
 	tcase_add_test(take, bucket_saturates_instead_of_wrapping);
