@@ -24,7 +24,8 @@
 
 #define H2CONN_MAX 1024
 /* Streams in flight a connection's table holds: nghttpd allows 100
- * concurrent streams by default, curl's --parallel-max is 50. */
+ * concurrent streams by default, curl's --parallel-max is 50.  A power of
+ * two: a stream's home slot is its id's (home_of). */
 #define H2CONN_STREAMS 128
 
 /* A stream in flight: id 0 is a free slot.  The sender claims a slot by
@@ -44,8 +45,83 @@ struct h2conn {
 	uint32_t peeked;      /* bytes the last peek saw, 0 when read since */
 	struct agile_hpack out_hp; /* the client's blocks (sends only) */
 	struct agile_hpack in_hp;  /* the server's blocks (reads only) */
+	/* Streams of the table outside their home slot, counted before one
+	 * is claimed there and after one is freed, so that a lookup that
+	 * reads 0 may stop at the home slot. */
+	uint32_t displaced;
 	struct h2stream streams[H2CONN_STREAMS];
 };
+
+/*
+ * A stream's home slot.  A client's stream ids are odd and rise by two,
+ * so the streams in flight at once have distinct home slots until one
+ * is still in flight 128 streams later; such a stream takes another free
+ * slot (displaced).  Every stream a send opens and every answer it gets
+ * looked its slot up by walking all 128: h2load -m 10 paid about 2,000
+ * instructions a stream for it (bench-overhead --profile).
+ */
+static unsigned home_of(uint32_t stream)
+{
+	return (stream >> 1) & (H2CONN_STREAMS - 1);
+}
+
+/* The slot holding `stream`, or NULL. */
+static struct h2stream *find_stream(struct h2conn *c, uint32_t stream)
+{
+	struct h2stream *st = &c->streams[home_of(stream)];
+
+	if (__atomic_load_n(&st->id, __ATOMIC_ACQUIRE) == stream)
+		return st;
+	if (__atomic_load_n(&c->displaced, __ATOMIC_ACQUIRE) == 0)
+		return NULL;
+	for (int i = 0; i < H2CONN_STREAMS; i++)
+		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) ==
+		    stream)
+			return &c->streams[i];
+	return NULL;
+}
+
+/* Free the slot st, which holds `id`. */
+static void free_stream(struct h2conn *c, struct h2stream *st, uint32_t id)
+{
+	__atomic_store_n(&st->id, 0, __ATOMIC_RELEASE);
+	if (st != &c->streams[home_of(id)])
+		__atomic_sub_fetch(&c->displaced, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Claim a free slot for `stream` and time it from start_ns: its home
+ * slot, else any; false when the table is full. */
+static bool claim_stream(struct h2conn *c, uint32_t stream, int64_t start_ns)
+{
+	unsigned home = home_of(stream);
+	struct h2stream *st = NULL;
+	uint32_t none = 0;
+
+	if (__atomic_compare_exchange_n(&c->streams[home].id, &none, stream,
+	                                false, __ATOMIC_ACQ_REL,
+	                                __ATOMIC_RELAXED)) {
+		st = &c->streams[home];
+	} else {
+		__atomic_add_fetch(&c->displaced, 1, __ATOMIC_ACQ_REL);
+		for (int i = 0; i < H2CONN_STREAMS && st == NULL; i++) {
+			none = 0;
+			if ((unsigned)i != home &&
+			    __atomic_compare_exchange_n(&c->streams[i].id,
+			                                &none, stream, false,
+			                                __ATOMIC_ACQ_REL,
+			                                __ATOMIC_RELAXED))
+				st = &c->streams[i];
+		}
+		if (st == NULL) {
+			__atomic_sub_fetch(&c->displaced, 1, __ATOMIC_ACQ_REL);
+			return false;
+		}
+	}
+	__atomic_store_n(&st->ready_ns, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->excluded, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&st->start_ns, start_ns, __ATOMIC_RELEASE);
+	return true;
+}
 
 /* Slot i holds the entry of index i + 1. */
 static struct h2conn *pool[H2CONN_MAX];
@@ -132,82 +208,74 @@ void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
 		return;
 	/* Already there: a kernel's short write cut its frame header, and
 	 * the send of the rest plans it again. */
-	for (int i = 0; i < H2CONN_STREAMS; i++)
-		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) ==
-		    stream)
-			return;
-	for (int i = 0; i < H2CONN_STREAMS; i++) {
-		uint32_t none = 0;
-
-		if (__atomic_compare_exchange_n(&c->streams[i].id, &none,
-		                                stream, false,
-		                                __ATOMIC_ACQ_REL,
-		                                __ATOMIC_RELAXED)) {
-			__atomic_store_n(&c->streams[i].ready_ns, 0,
-			                 __ATOMIC_RELAXED);
-			__atomic_store_n(&c->streams[i].excluded, 0,
-			                 __ATOMIC_RELAXED);
-			__atomic_store_n(&c->streams[i].start_ns, start_ns,
-			                 __ATOMIC_RELEASE);
-			return;
-		}
-	}
+	if (find_stream(c, stream) != NULL)
+		return;
+	(void)claim_stream(c, stream, start_ns);
 }
 
-/* End the streams of the table with ids in [low, high]. */
+/* End the stream in slot st, which held `id` when it was looked at. */
+static void end_stream(struct agile_fd *t, struct h2conn *c,
+                       struct h2stream *st, uint32_t id, int64_t now,
+                       bool answered, const struct agile_h2_fields *fields,
+                       agile_h2conn_ended_fn *ended)
+{
+	int64_t start = __atomic_exchange_n(&st->start_ns, 0, __ATOMIC_ACQ_REL);
+	int64_t end = now, ready;
+
+	if (start == 0)
+		return; /* another thread ended it */
+	ready = __atomic_exchange_n(&st->ready_ns, 0, __ATOMIC_ACQ_REL);
+	if (answered && ready >= start && ready != 0 && ready < now)
+		end = ready;
+	bool excluded = __atomic_load_n(&st->excluded, __ATOMIC_ACQUIRE) != 0;
+
+	free_stream(c, st, id);
+	ended(t, end > start ? end - start : 0, end, answered,
+	      answered ? fields : NULL, excluded);
+}
+
+/* End the streams of the table with ids in [low, high]: one, found from
+ * its home slot, or every slot's. */
 static void end_streams(struct agile_fd *t, struct h2conn *c, uint32_t low,
                         uint32_t high, int64_t now, bool answered,
                         const struct agile_h2_fields *fields,
                         agile_h2conn_ended_fn *ended)
 {
+	if (low == high) {
+		struct h2stream *st = find_stream(c, low);
+
+		if (st != NULL)
+			end_stream(t, c, st, low, now, answered, fields, ended);
+		return;
+	}
 	for (int i = 0; i < H2CONN_STREAMS; i++) {
 		struct h2stream *st = &c->streams[i];
 		uint32_t id = __atomic_load_n(&st->id, __ATOMIC_ACQUIRE);
-		int64_t start;
 
-		if (id == 0 || id < low || id > high)
-			continue;
-		start = __atomic_exchange_n(&st->start_ns, 0, __ATOMIC_ACQ_REL);
-		int64_t end = now, ready;
-
-		if (start == 0)
-			continue; /* another thread ended it */
-		ready = __atomic_exchange_n(&st->ready_ns, 0, __ATOMIC_ACQ_REL);
-		if (answered && ready >= start && ready != 0 && ready < now)
-			end = ready;
-		bool excluded = __atomic_load_n(&st->excluded,
-		                                __ATOMIC_ACQUIRE) != 0;
-
-		__atomic_store_n(&st->id, 0, __ATOMIC_RELEASE);
-		ended(t, end > start ? end - start : 0, end, answered,
-		      answered ? fields : NULL, excluded);
+		if (id != 0 && id >= low && id <= high)
+			end_stream(t, c, st, id, now, answered, fields, ended);
 	}
 }
 
 /* The request of `stream` has an excluded :path. */
 static void mark_excluded(struct h2conn *c, uint32_t stream)
 {
-	for (int i = 0; i < H2CONN_STREAMS; i++)
-		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) ==
-		    stream)
-			__atomic_store_n(&c->streams[i].excluded, 1,
-			                 __ATOMIC_RELEASE);
+	struct h2stream *st = find_stream(c, stream);
+
+	if (st != NULL)
+		__atomic_store_n(&st->excluded, 1, __ATOMIC_RELEASE);
 }
 
 /* The answer of `stream` began at `now`, its verdict to come: the time
  * a peek saw it first stays. */
 static void mark_answered(struct h2conn *c, uint32_t stream, int64_t now)
 {
-	for (int i = 0; i < H2CONN_STREAMS; i++) {
-		int64_t zero = 0;
+	struct h2stream *st = find_stream(c, stream);
+	int64_t zero = 0;
 
-		if (__atomic_load_n(&c->streams[i].id, __ATOMIC_ACQUIRE) ==
-		    stream)
-			__atomic_compare_exchange_n(&c->streams[i].ready_ns,
-			                            &zero, now, false,
-			                            __ATOMIC_ACQ_REL,
-			                            __ATOMIC_RELAXED);
-	}
+	if (st != NULL)
+		__atomic_compare_exchange_n(&st->ready_ns, &zero, now, false,
+		                            __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 /* A send failed: the stream it was to open (entered by
@@ -223,7 +291,7 @@ static void drop_unsent(struct h2conn *c)
 
 		if (id > last &&
 		    __atomic_exchange_n(&st->start_ns, 0, __ATOMIC_ACQ_REL) != 0)
-			__atomic_store_n(&st->id, 0, __ATOMIC_RELEASE);
+			free_stream(c, st, id);
 	}
 }
 

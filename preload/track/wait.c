@@ -183,31 +183,19 @@ static bool wait_on(int64_t planned, int interruptible_fd,
  */
 #define H2_PEEK_AGAIN_NS (2 * AGILE_NS_PER_MS)
 
-__attribute__((noinline))
-bool agile__track_wait_on(int64_t planned, int interruptible_fd)
-{
-	uintptr_t outer = agile__hook_frame;
-	bool early;
-
-	if (outer == 0)
-		agile__hook_frame = (uintptr_t)__builtin_frame_address(0);
-	early = wait_on(planned, interruptible_fd, NULL);
-	agile__hook_frame = outer;
-	return early;
-}
-
 /*
- * agile__track_wait_on for a caller that blocks the signals itself
- * between waits (agile__track_wait_grant, which wakes every 100 ms to
- * follow the rate): the sleep takes `during`, the caller's own mask, for
- * its duration only, as ppoll does atomically, so a signal that comes
- * between two waits stays pending until the next one and ends it as if it
- * had come during it.  Unmasked between them, the handler of a timer that
- * fell due at a wake-up ran outside any sleep, and the send went on
- * waiting past the program's timeout (tests/preload/alarm_timeout.sh).
+ * Both entries, with `during` the mask the sleep takes: NULL, the
+ * thread's own; or, for a caller that blocks the signals itself between
+ * waits (agile__track_wait_grant, which wakes every 100 ms to follow the
+ * rate), that caller's own mask, for the sleep's duration only, as ppoll
+ * does atomically, so a signal that comes between two waits stays pending
+ * until the next one and ends it as if it had come during it.  Unmasked
+ * between them, the handler of a timer that fell due at a wake-up ran
+ * outside any sleep, and the send went on waiting past the program's
+ * timeout (tests/preload/alarm_timeout.sh).
  */
 __attribute__((noinline))
-static bool wait_masked(int64_t planned, int interruptible_fd,
+static bool wait_framed(int64_t planned, int interruptible_fd,
                         const sigset_t *during)
 {
 	uintptr_t outer = agile__hook_frame;
@@ -218,6 +206,11 @@ static bool wait_masked(int64_t planned, int interruptible_fd,
 	early = wait_on(planned, interruptible_fd, during);
 	agile__hook_frame = outer;
 	return early;
+}
+
+bool agile__track_wait_on(int64_t planned, int interruptible_fd)
+{
+	return wait_framed(planned, interruptible_fd, NULL);
 }
 
 static bool wait_on(int64_t planned, int interruptible_fd,
@@ -315,7 +308,7 @@ static bool wait_on(int64_t planned, int interruptible_fd,
 
 /* Sleep until *planned, moving it closer when the rate rises; true when a
  * signal's handler cut the wait short (agile__track_wait_on).  Between two
- * of its sleeps the signals are blocked (wait_masked), but
+ * of its sleeps the signals are blocked (wait_framed), but
  * for the faults of an instruction, which are never sent to a sleeping
  * thread and kill one that blocks them. */
 bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
@@ -348,7 +341,7 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 
 		if (until - now > GRANT_RECHECK_NS)
 			until = now + GRANT_RECHECK_NS;
-		if (wait_masked(until, fd, &during)) {
+		if (wait_framed(until, fd, &during)) {
 			early = true;
 			break;
 		}
