@@ -326,12 +326,9 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 	                    __ATOMIC_ACQUIRE) != NULL)
 		return agile__track_wait_on(*planned, fd);
 	sigfillset(&block);
-	sigdelset(&block, SIGSEGV);
-	sigdelset(&block, SIGBUS);
-	sigdelset(&block, SIGFPE);
-	sigdelset(&block, SIGILL);
-	sigdelset(&block, SIGTRAP);
-	sigdelset(&block, SIGSYS);
+	for (int sig = 1; sig < NSIG; sig++)
+		if (is_fault_signal(sig))
+			sigdelset(&block, sig);
 	if (pthread_sigmask(SIG_BLOCK, &block, &during) != 0)
 		return agile__track_wait_on(*planned, fd);
 	ref = agile_bucket_interval_ns(b);

@@ -80,18 +80,30 @@ int64_t agile_bucket_interval_ns(const struct agile_bucket *b)
 	return interval_of(b);
 }
 
-/* now_ns + span x num / den, rounded up (a grant moved closer is never
- * moved past its share), exact in long double for any span a bucket
- * plans (validate.c bounds it). */
-static int64_t scaled_from(int64_t now_ns, int64_t span, int64_t num,
-                           int64_t den)
+/* The point after which a rise moves planned grants: now_ns + keep_ns. */
+static int64_t moved_from(int64_t now_ns, int64_t keep_ns)
 {
-	long double moved = ceill((long double)span * (long double)num /
-	                          (long double)den);
+	return agile__add_sat(now_ns, keep_ns < 0 ? 0 : keep_ns);
+}
 
+/* A grant planned at planned_ns at the spacing `before`, once the spacing
+ * is `after`: its distance beyond from_ns shrinks by after / before,
+ * rounded up (a grant moved closer is never moved past its share), exact
+ * in long double for any span a bucket plans (validate.c bounds it).  Left
+ * where it is when the spacing did not shrink or it is due by from_ns. */
+static int64_t moved_closer(int64_t planned_ns, int64_t from_ns,
+                            int64_t after, int64_t before)
+{
+	int64_t span = planned_ns - from_ns;
+	long double moved;
+
+	if (after >= before || planned_ns <= from_ns)
+		return planned_ns;
+	moved = ceill((long double)span * (long double)after /
+	              (long double)before);
 	if (!(moved < (long double)span))
-		return agile__add_sat(now_ns, span);
-	return agile__add_sat(now_ns, (int64_t)moved);
+		return planned_ns;
+	return agile__add_sat(from_ns, (int64_t)moved);
 }
 
 /* The slot a take issued now would get, given the latest planned grant. */
@@ -139,23 +151,21 @@ void agile_bucket_set_rate(struct agile_bucket *b, double rate)
 void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns,
                          int64_t keep_ns)
 {
-	int64_t from = agile__add_sat(now_ns, keep_ns < 0 ? 0 : keep_ns);
+	int64_t from = moved_from(now_ns, keep_ns);
 	int64_t before = interval_of(b);
 	int64_t after, last_ns, moved;
 
 	agile_bucket_set_rate(b, rate);
 	after = interval_of(b);
-	if (after >= before)
-		return;
 	/* A take that lands between the store above and this CAS planned its
 	 * grant at the new spacing already; moving it too only brings it a
 	 * little closer to the grant before it, never under the new spacing
 	 * from the grants the rise moved. */
 	last_ns = agile__load_i64(&b->last_ns);
 	do {
-		if (last_ns <= from)
+		moved = moved_closer(last_ns, from, after, before);
+		if (moved == last_ns)
 			return;
-		moved = scaled_from(from, last_ns - from, after, before);
 	} while (!agile__cas_i64(&b->last_ns, &last_ns, moved));
 }
 
@@ -164,12 +174,12 @@ int64_t agile_bucket_replan(const struct agile_bucket *b, int64_t planned_ns,
 {
 	int64_t current = interval_of(b);
 	int64_t ref = *ref_ns;
-	int64_t from = agile__add_sat(now_ns, keep_ns < 0 ? 0 : keep_ns);
 
 	*ref_ns = current;
-	if (ref <= 0 || current >= ref || planned_ns <= from)
+	if (ref <= 0)
 		return planned_ns;
-	return scaled_from(from, planned_ns - from, current, ref);
+	return moved_closer(planned_ns, moved_from(now_ns, keep_ns), current,
+	                    ref);
 }
 
 double agile_bucket_rate(const struct agile_bucket *b)
