@@ -94,11 +94,12 @@ static int64_t moved_from(int64_t now_ns, int64_t keep_ns)
 static int64_t moved_closer(int64_t planned_ns, int64_t from_ns,
                             int64_t after, int64_t before)
 {
-	int64_t span = planned_ns - from_ns;
+	int64_t span;
 	long double moved;
 
 	if (after >= before || planned_ns <= from_ns)
 		return planned_ns;
+	span = planned_ns - from_ns; /* positive: no overflow */
 	moved = ceill((long double)span * (long double)after /
 	              (long double)before);
 	if (!(moved < (long double)span))
