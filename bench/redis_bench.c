@@ -89,11 +89,11 @@ static int command(int fd, int argc, const char *const *argv,
 	size_t used = 0, have = 0, taken;
 	ssize_t n;
 
-	if (agile_resp_command(buf, sizeof(buf), &used, argc, argv, NULL) < 0 ||
+	if (agile__resp_command(buf, sizeof(buf), &used, argc, argv, NULL) < 0 ||
 	    send(fd, buf, used, MSG_NOSIGNAL) != (ssize_t)used)
 		return -1;
 	for (;;) {
-		n = agile_resp_parse(buf, have, nodes, 8, &taken);
+		n = agile__resp_parse(buf, have, nodes, 8, &taken);
 		if (n > 0) {
 			*out = nodes[0];
 			return out->type == AGILE_RESP_ERROR ? -1 : 0;

@@ -8,7 +8,7 @@
  *
  * Locks, each held for microseconds and never while a caller waits for a
  * grant (see agile__destinations_atfork_prepare for their order):
- *   learn_lock  - serialises agile_rules_learn; agile_rules_match runs
+ *   learn_lock  - serialises agile__rules_learn; agile__rules_match runs
  *                 without it (rules.h), and no lookup runs under it
  *                 (hosts_fallback.c).
  *   attach_lock - serialises attaching destinations to slots and the
@@ -46,7 +46,7 @@ static int host_rules;      /* enabled hostname rules */
 static int listen_rules;    /* enabled AGILE_LISTEN_ rules */
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 
-/* Serialises agile_rules_learn (see the top of this file). */
+/* Serialises agile__rules_learn (see the top of this file). */
 static pthread_mutex_t learn_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Serialises attaching destinations to their slots, and guards the state
@@ -115,7 +115,7 @@ static void load(void)
 		agile__leave();
 		return;
 	}
-	agile_rules_parse(agile__env_block(), &rules, on_config_error, &errors);
+	agile__rules_parse(agile__env_block(), &rules, on_config_error, &errors);
 	/* AGILE_REDIS, read only when a rule has fleet settings (fleet.h). */
 	agile__fleet_load(&rules, on_config_error, &errors);
 	for (int i = 0; i < rules.count; i++) {
@@ -165,7 +165,7 @@ int agile__destinations_match_listen(const struct sockaddr *addr,
 	agile__destinations_load();
 	if (rules_enabled == 0 || addr == NULL)
 		return -1;
-	return agile_rules_match_listen(&rules, addr, len);
+	return agile__rules_match_listen(&rules, addr, len);
 }
 
 bool agile__destinations_any_listen(void)
@@ -179,18 +179,18 @@ static __attribute__((noinline)) int match_slow(const struct sockaddr *addr,
                                                 socklen_t len,
                                                 uint64_t generation)
 {
-	int rule = agile_rules_match(&rules, addr, len);
+	int rule = agile__rules_match(&rules, addr, len);
 
 	/* The names the program has not looked up itself, looked up once,
 	 * in the background (hosts_fallback.c). */
 	if (rule < 0 && host_rules > 0 && !agile__hosts_fallback_done() &&
 	    (addr->sa_family == AF_INET || addr->sa_family == AF_INET6) &&
 	    agile__hosts_fallback_wait())
-		rule = agile_rules_match(&rules, addr, len);
+		rule = agile__rules_match(&rules, addr, len);
 	/* Under the generation read before matching: the lookup just made,
 	 * or another thread's, leaves the entry stale if it learnt an
 	 * address. */
-	agile_match_cache_put(&agile__match_cache, generation, addr, len, rule);
+	agile__match_cache_put(&agile__match_cache, generation, addr, len, rule);
 	return rule;
 }
 
@@ -261,7 +261,7 @@ void agile__destinations_learn_addrinfo(const char *host,
 	for (const struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
 		if (ai->ai_addr != NULL && (ai->ai_family == AF_INET ||
 		                            ai->ai_family == AF_INET6))
-			agile_rules_learn(&rules, host, ai->ai_addr,
+			agile__rules_learn(&rules, host, ai->ai_addr,
 			                  ai->ai_addrlen);
 	pthread_mutex_unlock(&learn_lock);
 }
@@ -274,7 +274,7 @@ void agile__destinations_learn_address(const char *host,
 	if (host_rules == 0 || host == NULL)
 		return;
 	pthread_mutex_lock(&learn_lock);
-	agile_rules_learn(&rules, host, addr, len);
+	agile__rules_learn(&rules, host, addr, len);
 	pthread_mutex_unlock(&learn_lock);
 }
 
@@ -290,13 +290,13 @@ void agile__destinations_learn_hostent(const char *host,
 			struct sockaddr_in in = { .sin_family = AF_INET };
 
 			memcpy(&in.sin_addr, *a, sizeof(in.sin_addr));
-			agile_rules_learn(&rules, host, (void *)&in,
+			agile__rules_learn(&rules, host, (void *)&in,
 			                  sizeof(in));
 		} else if (he->h_addrtype == AF_INET6) {
 			struct sockaddr_in6 in6 = { .sin6_family = AF_INET6 };
 
 			memcpy(&in6.sin6_addr, *a, sizeof(in6.sin6_addr));
-			agile_rules_learn(&rules, host, (void *)&in6,
+			agile__rules_learn(&rules, host, (void *)&in6,
 			                  sizeof(in6));
 		}
 	}
@@ -304,7 +304,7 @@ void agile__destinations_learn_hostent(const char *host,
 }
 
 /* The real user's home directory from the password database, for the
- * state file's last default place (agile_state_path asks only when another
+ * state file's last default place (agile__state_path asks only when another
  * user has taken the /dev/shm directory).  Not $HOME: the preload reads no
  * variable but its own, and every process of the user must agree.  Under
  * attach_lock, which guards the buffer; the re-entrancy guard is set, so
@@ -337,17 +337,17 @@ static void state_open_once(void)
 		return;
 	state_tried = 1;
 	why[0] = '\0';
-	rc = agile_state_path(agile__env("AGILE_STATE"), home_of_user, true,
+	rc = agile__state_path(agile__env("AGILE_STATE"), home_of_user, true,
 	                      state_path, sizeof(state_path), note,
 	                      sizeof(note));
 	existed = access(state_path, F_OK) == 0;
 	if (rc == 0)
-		rc = agile_state_open_rw(state_path, &state_map, why,
+		rc = agile__state_open_rw(state_path, &state_map, why,
 		                         sizeof(why));
 	if (rc == -EMFILE && agile__nofile_raise(&limit)) {
 		/* The program has used every descriptor it allows itself;
 		 * the file is closed again once mapped. */
-		rc = agile_state_open_rw(state_path, &state_map, why,
+		rc = agile__state_open_rw(state_path, &state_map, why,
 		                         sizeof(why));
 		agile__nofile_restore(&limit);
 	}
@@ -405,14 +405,14 @@ static struct agile_state_slot *private_slot(const struct agile_rule *r,
 
 		s = &fallback[r - rules.rule];
 	}
-	if (agile_state_slot_init(s, r->name, r->dest_text, r->pace,
+	if (agile__state_slot_init(s, r->name, r->dest_text, r->pace,
 	                          &r->config, &r->resilience, now,
 	                          agile__unix_ns()) < 0) {
 		/* max is validated by the parser (the rule would be
 		 * disabled); a floor-only limiter keeps the promise anyway. */
 		struct agile_config c = { .max_rate = 1 };
 
-		agile_state_slot_init(s, r->name, r->dest_text, r->pace, &c,
+		agile__state_slot_init(s, r->name, r->dest_text, r->pace, &c,
 		                      &r->resilience, now, agile__unix_ns());
 	}
 	s->state = AGILE_SLOT_READY;
@@ -433,7 +433,7 @@ static void repair(int dest, struct agile_state_slot *s)
 	unsigned int index = (unsigned int)(offset /
 	                                    sizeof(struct agile_state_slot));
 
-	if (agile_state_slot_repair(s, &r->config, agile__now_ns(), why,
+	if (agile__state_slot_repair(s, &r->config, agile__now_ns(), why,
 	                            sizeof(why)) <= 0)
 		return;
 	agile__log(__atomic_exchange_n(&d->damage_reported, 1,
@@ -445,7 +445,7 @@ static void repair(int dest, struct agile_state_slot *s)
 }
 
 /* How often a process looks for a stricter configuration of its
- * destinations' names (agile_state_stricter): a scan of the 64 slots and a
+ * destinations' names (agile__state_stricter): a scan of the 64 slots and a
  * kill(0) per attached process, once a second, from the first grant. */
 #define STRICTER_CHECK_NS AGILE_NS_PER_S
 /* A grant the stricter slot plans further ahead than this is taken for
@@ -468,7 +468,7 @@ static struct agile_state_slot *stricter_of(int dest,
 	                                now_ns, false, __ATOMIC_ACQ_REL,
 	                                __ATOMIC_ACQUIRE))
 		__atomic_store_n(&d->stricter,
-		                 agile_state_stricter(&state_map, s,
+		                 agile__state_stricter(&state_map, s,
 		                                      d->config.max_rate),
 		                 __ATOMIC_RELEASE);
 	return __atomic_load_n(&d->stricter, __ATOMIC_ACQUIRE);
@@ -518,12 +518,12 @@ static struct agile_state_slot *attach(int dest)
 
 	state_open_once();
 	if (state_map.header != NULL) {
-		rc = agile_state_slot_acquire(&state_map, r->name, r->dest_text,
+		rc = agile__state_slot_acquire(&state_map, r->name, r->dest_text,
 		                              r->pace, &r->config,
 		                              &r->resilience, now,
 		                              agile__unix_ns(), &s, &other);
 		if (rc >= 0) {
-			agile_state_slot_attach_pid(s, (int32_t)getpid());
+			agile__state_slot_attach_pid(s, (int32_t)getpid());
 			d->shared = 1;
 			agile_resolve(&r->config, AGILE_KIND_RATE, &d->config);
 			agile_bucket_bounds(&d->config, &d->bounds);
@@ -603,7 +603,7 @@ void agile__destinations_tick_slow(int dest, struct agile_state_slot *s,
 		now_ns = agile__now_ns();
 	}
 	if (agile_rate_tick_if_due(&s->limiter, now_ns))
-		agile_state_slot_append_tick(s, agile__unix_ns());
+		agile__state_slot_append_tick(s, agile__unix_ns());
 }
 
 /* Lock order: learn_lock, then attach_lock.  Taking both before fork means
@@ -633,6 +633,6 @@ void agile__destinations_atfork_child(void)
 		const struct agile_destination *d = &agile__destination[i];
 
 		if (d->slot != NULL && d->shared)
-			agile_state_slot_attach_pid(d->slot, pid);
+			agile__state_slot_attach_pid(d->slot, pid);
 	}
 }

@@ -95,7 +95,7 @@ struct agile_destination {
 	struct agile_resolved config;
 	struct agile_bucket_bounds bounds;
 	/* A stricter configuration's slot of the same name
-	 * (agile_state_stricter), and when it was last looked for: atomics,
+	 * (agile__state_stricter), and when it was last looked for: atomics,
 	 * written by whichever thread takes a grant when a look is due. */
 	struct agile_state_slot *stricter;
 	int64_t stricter_checked_ns;
@@ -138,7 +138,7 @@ void agile__destinations_learn_address(const char *host,
 void agile__destinations_learn_hostent(const char *host,
                                        const struct hostent *he);
 
-/* The state file's path, as the first attach found it (agile_state_path);
+/* The state file's path, as the first attach found it (agile__state_path);
  * "" before.  The fleet file sits beside it. */
 const char *agile__destinations_state_path(void);
 

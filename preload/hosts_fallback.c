@@ -87,7 +87,7 @@ void agile__hosts_fallback_connecting(int fd)
 }
 
 /* Is `name` (from /etc/hosts) the host of an enabled host-name rule,
- * compared as agile_rules_learn compares: without case or trailing dot? */
+ * compared as agile__rules_learn compares: without case or trailing dot? */
 static const char *configured(const char *name)
 {
 	const struct agile_rules *rules = agile__dest_rules;

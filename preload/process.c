@@ -47,16 +47,16 @@ static int snapshot_failed;
 
 static void take_snapshot(void)
 {
-	size_t size = agile_env_snapshot_size(environ);
+	size_t size = agile__env_snapshot_size(environ);
 	void *buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
 	                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (buf == MAP_FAILED) {
 		snapshot_failed = 1;
-		agile_env_snapshot_copy(NULL, NULL, 0, &snapshot);
+		agile__env_snapshot_copy(NULL, NULL, 0, &snapshot);
 		return;
 	}
-	agile_env_snapshot_copy(environ, buf, size, &snapshot);
+	agile__env_snapshot_copy(environ, buf, size, &snapshot);
 }
 
 /* The snapshot, taken by the constructor; or here, by a hook that runs
@@ -83,7 +83,7 @@ char *const *agile__env_block(void)
 
 const char *agile__env(const char *name)
 {
-	return agile_env_snapshot_get(env_snapshot(), name);
+	return agile__env_snapshot_get(env_snapshot(), name);
 }
 
 /* The process whose address space this is: set by the constructor and by the

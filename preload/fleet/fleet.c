@@ -96,7 +96,7 @@ void agile__fleet_load(const struct agile_rules *parsed,
 		         "AGILE_REDIS=redis://HOST:PORT/DB", any,
 		         any == 1 ? "" : "s", any == 1 ? "s" : "");
 		report(line, arg);
-	} else if (agile_redis_url_parse(url, &redis_addr, why,
+	} else if (agile__redis_url_parse(url, &redis_addr, why,
 	                                 sizeof(why)) < 0) {
 		snprintf(line, sizeof(line), "AGILE_REDIS: %.256s; destinations "
 		         "with fleet settings enforce them on this host alone",
@@ -104,7 +104,7 @@ void agile__fleet_load(const struct agile_rules *parsed,
 		report(line, arg);
 	} else {
 		redis_configured = 1;
-		agile_redis_addr_format(&redis_addr, agile__fleet_redis_text,
+		agile__redis_addr_format(&redis_addr, agile__fleet_redis_text,
 		                        sizeof(agile__fleet_redis_text));
 	}
 	__atomic_store_n(&agile__fleet_active, 1, __ATOMIC_RELEASE);
@@ -121,9 +121,9 @@ static void fleet_map_once(void)
 	fleet_map_tried = 1;
 	/* Beside the state file, which the destination's attach has found
 	 * (and said where, and why) before its fleet is set up. */
-	agile_fleet_path(agile__destinations_state_path(), path, sizeof(path));
+	agile__fleet_path(agile__destinations_state_path(), path, sizeof(path));
 	if (agile__destinations_state_path()[0] != '\0')
-		rc = agile_fleet_open_rw(path, &fleet_map, why, sizeof(why));
+		rc = agile__fleet_open_rw(path, &fleet_map, why, sizeof(why));
 	if (rc < 0) {
 		agile__log(AGILE_LOG_WARN, "cannot use fleet file %s: %s; this "
 		           "process keeps its fleet lease to itself", path,
@@ -173,7 +173,7 @@ static void setup(struct fleet_dest *f, int dest)
 	hash = fnv(UINT64_C(14695981039346656037), fr, sizeof(*fr));
 	hash = fnv(hash, agile__fleet_redis_text, strlen(agile__fleet_redis_text));
 	if (fleet_map.header == NULL ||
-	    agile_fleet_record_acquire(&fleet_map, rule->name, hash, &rec) < 0)
+	    agile__fleet_record_acquire(&fleet_map, rule->name, hash, &rec) < 0)
 		rec = private_record(rule->name);
 	if (rec == NULL) {
 		f->ready = -1;
@@ -215,7 +215,7 @@ static void setup(struct fleet_dest *f, int dest)
 	f->ctl_tag = fnv(fnv(UINT64_C(14695981039346656037), &f->fleet_config,
 	                     sizeof(f->fleet_config)),
 	                 "agile_controller", sizeof("agile_controller") - 1);
-	agile_redis_init(&f->conn, &redis_addr, scripts, AGILE_SCRIPT_COUNT);
+	agile__redis_init(&f->conn, &redis_addr, scripts, AGILE_SCRIPT_COUNT);
 	for (int k = 0; k < KEY_COUNT; k++)
 		snprintf(f->key[k], sizeof(f->key[k]), "{agile:%s}:%s",
 		         rule->name, key_suffix[k]);

@@ -81,7 +81,7 @@ static uint64_t reply_u64(const struct agile_resp *r)
 {
 	int64_t v = 0;
 
-	return agile_resp_int64(r, &v) == 0 && v > 0 ? (uint64_t)v : 0;
+	return agile__resp_int64(r, &v) == 0 && v > 0 ? (uint64_t)v : 0;
 }
 
 /* The published controller, if it was written by a build and settings
@@ -138,7 +138,7 @@ static void fleet_step(struct fleet_dest *f, const struct agile_resp *r,
 	blob.size = sizeof(struct agile_controller);
 	blob.tag = f->ctl_tag;
 	blob.ctl = *ctl;
-	agile_resp_int64(&r->element[1], &epoch);
+	agile__resp_int64(&r->element[1], &epoch);
 	snprintf(epoch_s, sizeof(epoch_s), "%lld", (long long)epoch);
 	format_decimal(rate_s, sizeof(rate_s), rate);
 	snprintf(ttl_s, sizeof(ttl_s), "%lld",
@@ -194,20 +194,20 @@ static void flush(struct fleet_dest *f, uint64_t admitted,
 		return;
 	}
 	if (r->type != AGILE_RESP_ARRAY || (r->count != 5 && r->count != 11) ||
-	    agile_resp_int64(&r->element[0], &won) < 0) {
+	    agile__resp_int64(&r->element[0], &won) < 0) {
 		snprintf(f->conn.error, sizeof(f->conn.error),
 		         "FLUSH answered something unexpected");
 		agile__fleet_redis_failed(f, agile__now_ns());
 		return;
 	}
 	agile__fleet_redis_answered(f);
-	if (agile_resp_int64(&r->element[2], &hosts) == 0 && hosts > 0)
+	if (agile__resp_int64(&r->element[2], &hosts) == 0 && hosts > 0)
 		agile__store_u32(&f->rec->hosts, (uint32_t)hosts);
-	agile_resp_int64(&r->element[1], &f->rec->last_epoch);
+	agile__resp_int64(&r->element[1], &f->rec->last_epoch);
 	if (won == 1 && r->count == 11) {
 		fleet_step(f, r, &ctl, deadline + timeout_of(f));
 	} else {
-		if (agile_resp_double(&r->element[3], &rate) == 0 && rate > 0)
+		if (agile__resp_double(&r->element[3], &rate) == 0 && rate > 0)
 			agile__store_double(&f->rec->fleet_rate, rate);
 		if (!blob_read(f, &r->element[4], &ctl))
 			return;
@@ -277,6 +277,6 @@ bool agile__fleet_tick_slow(struct agile_state_slot *s, int64_t now)
 	}
 	agile__store_u64(&f->rec->admits_at_tick, admits);
 	pid_unlock(&scratch_owner);
-	agile_state_slot_append_tick(s, agile__unix_ns());
+	agile__state_slot_append_tick(s, agile__unix_ns());
 	return true;
 }

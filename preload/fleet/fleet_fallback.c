@@ -76,7 +76,7 @@ void agile__fleet_redis_failed(struct fleet_dest *f, int64_t now)
 	agile__add_u64(&rec->fallbacks, 1);
 	agile__store_i64(&rec->since_unix_ns, agile__unix_ns());
 	hosts = agile__load_u32(&rec->hosts);
-	agile_redis_addr_format(&f->conn.addr, where, sizeof(where));
+	agile__redis_addr_format(&f->conn.addr, where, sizeof(where));
 	agile__log(AGILE_LOG_WARN, "destination %s: Redis %s: %s; this host "
 	           "falls back to %.1f/s (its share of %u host%s) until Redis "
 	           "answers", f->rule->name, where, f->conn.error,

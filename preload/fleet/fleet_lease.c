@@ -150,11 +150,11 @@ int agile__fleet_eval(struct fleet_dest *f, int script, int nkeys,
 		/* An asynchronous LEASE never collected: its turn expired, or
 		 * this holder would not be here.  Its reply would be read as
 		 * this call's, so the connection goes with it. */
-		agile_redis_drop(&f->conn);
+		agile__redis_drop(&f->conn);
 		__atomic_store_n(&f->pending_pid, 0, __ATOMIC_RELEASE);
 	}
 	agile__enter();
-	rc = agile_redis_eval(&f->conn, script, nkeys, keys, nargs, args, lens,
+	rc = agile__redis_eval(&f->conn, script, nkeys, keys, nargs, args, lens,
 	                      reply, deadline);
 	agile__leave();
 	pid_unlock(&f->io_owner);
@@ -166,7 +166,7 @@ int agile__fleet_eval(struct fleet_dest *f, int script, int nkeys,
 	if (f->conn.connects != connects && agile__log_enabled(AGILE_LOG_INFO)) {
 		char where[300];
 
-		agile_redis_addr_format(&f->conn.addr, where, sizeof(where));
+		agile__redis_addr_format(&f->conn.addr, where, sizeof(where));
 		agile__log(AGILE_LOG_INFO, "destination %s: connected to Redis "
 		           "%s (descriptor %d)", f->rule->name, where,
 		           f->conn.fd);
@@ -302,12 +302,12 @@ static int lease_apply(struct fleet_dest *f, uint64_t mine, int64_t send_ns,
 	int64_t n = 0, hosts = 0, retry_us = 0;
 
 	if (r->type != AGILE_RESP_ARRAY || r->count != 6 ||
-	    agile_resp_int64(&r->element[0], &n) < 0 ||
-	    agile_resp_double(&r->element[1], &start) < 0 ||
-	    agile_resp_double(&r->element[2], &interval) < 0 ||
-	    agile_resp_int64(&r->element[3], &retry_us) < 0 ||
-	    agile_resp_int64(&r->element[4], &hosts) < 0 ||
-	    agile_resp_double(&r->element[5], &rate) < 0) {
+	    agile__resp_int64(&r->element[0], &n) < 0 ||
+	    agile__resp_double(&r->element[1], &start) < 0 ||
+	    agile__resp_double(&r->element[2], &interval) < 0 ||
+	    agile__resp_int64(&r->element[3], &retry_us) < 0 ||
+	    agile__resp_int64(&r->element[4], &hosts) < 0 ||
+	    agile__resp_double(&r->element[5], &rate) < 0) {
 		snprintf(f->conn.error, sizeof(f->conn.error),
 		         "LEASE answered something else than its six values");
 		return -EPROTO;
@@ -381,7 +381,7 @@ static void fetch_async(struct fleet_dest *f, uint64_t mine, int64_t deadline)
 	lease_prepare(f, &lc, agile__now_ns());
 	before = f->conn.round_trips;
 	agile__enter();
-	rc = agile_redis_eval_send(&f->conn, AGILE_SCRIPT_LEASE, 4, lc.keys, 14,
+	rc = agile__redis_eval_send(&f->conn, AGILE_SCRIPT_LEASE, 4, lc.keys, 14,
 	                           lc.args, NULL, deadline);
 	agile__leave();
 	agile__add_u64(&f->rec->round_trips, f->conn.round_trips - before);
@@ -436,7 +436,7 @@ void agile__fleet_collect_lease(struct fleet_dest *f, bool wait)
 	}
 	start = agile__now_ns();
 	agile__enter();
-	rc = agile_redis_eval_collect(&f->conn, &r, f->pending_deadline, wait);
+	rc = agile__redis_eval_collect(&f->conn, &r, f->pending_deadline, wait);
 	agile__leave();
 	if (rc == -EAGAIN) {
 		pid_unlock(&f->io_owner);

@@ -50,7 +50,7 @@ static int fail(struct agile_redis *c, int rc, const char *fmt, ...)
 	return rc;
 }
 
-void agile_redis_init(struct agile_redis *c, const struct agile_redis_addr *addr,
+void agile__redis_init(struct agile_redis *c, const struct agile_redis_addr *addr,
                       const char *const *scripts, int count)
 {
 	memset(c, 0, sizeof(*c));
@@ -70,7 +70,7 @@ static bool still_ours(const struct agile_redis *c)
 	       (uint64_t)st.st_dev == c->dev && (uint64_t)st.st_ino == c->ino;
 }
 
-void agile_redis_drop(struct agile_redis *c)
+void agile__redis_drop(struct agile_redis *c)
 {
 	if (c->fd >= 0 && still_ours(c))
 		agile__libc.close(c->fd);
@@ -208,7 +208,7 @@ static int connect_to(struct agile_redis *c, int i, int64_t deadline_ns)
 	                         c->sa_len[i]);
 	if (rc != 0 && errno != EINPROGRESS && errno != EAGAIN) {
 		rc = -errno;
-		agile_redis_drop(c);
+		agile__redis_drop(c);
 		return fail(c, rc, "connect: %s", strerror(-rc));
 	}
 	if (rc != 0) {
@@ -218,7 +218,7 @@ static int connect_to(struct agile_redis *c, int i, int64_t deadline_ns)
 		    error != 0)
 			rc = -error;
 		if (rc < 0) {
-			agile_redis_drop(c);
+			agile__redis_drop(c);
 			return fail(c, rc, "connect: %s", rc == -ETIMEDOUT
 			            ? "timed out" : strerror(-rc));
 		}
@@ -244,7 +244,7 @@ static int open_socket(struct agile_redis *c, int64_t deadline_ns)
 static int queue(struct agile_redis *c, int argc, const char *const *argv,
                  const size_t *lens)
 {
-	if (agile_resp_command(c->out, AGILE_REDIS_BUFFER, &c->out_len, argc,
+	if (agile__resp_command(c->out, AGILE_REDIS_BUFFER, &c->out_len, argc,
 	                       argv, lens) < 0)
 		return fail(c, -E2BIG, "command larger than %d bytes",
 		            AGILE_REDIS_BUFFER);
@@ -257,7 +257,7 @@ static int broken(struct agile_redis *c, int rc)
 {
 	fail(c, rc, "%s", rc == -ETIMEDOUT ? "timed out" :
 	     rc == -ECONNRESET ? "connection closed by Redis" : strerror(-rc));
-	agile_redis_drop(c);
+	agile__redis_drop(c);
 	return rc;
 }
 
@@ -307,7 +307,7 @@ static int read_replies(struct agile_redis *c, int count, int64_t deadline_ns,
 		while (got < count) {
 			size_t used = 0;
 
-			n = agile_resp_parse(c->in + parsed, c->in_len - parsed,
+			n = agile__resp_parse(c->in + parsed, c->in_len - parsed,
 			                     c->nodes + nodes,
 			                     AGILE_REDIS_NODES - nodes, &used);
 			if (n <= 0)
@@ -321,13 +321,13 @@ static int read_replies(struct agile_redis *c, int count, int64_t deadline_ns,
 		if (n < 0) {
 			fail(c, -EPROTO, n == -ENOSPC ? "reply too large"
 			                              : "reply is not RESP");
-			agile_redis_drop(c);
+			agile__redis_drop(c);
 			return -EPROTO;
 		}
 		if (c->in_len == AGILE_REDIS_BUFFER) {
 			fail(c, -EPROTO, "reply longer than %d bytes",
 			     AGILE_REDIS_BUFFER);
-			agile_redis_drop(c);
+			agile__redis_drop(c);
 			return -EPROTO;
 		}
 		n = agile__libc.recv(c->fd, c->in + c->in_len,
@@ -416,12 +416,12 @@ static int handshake(struct agile_redis *c, int64_t deadline_ns)
 
 		if (r->type == AGILE_RESP_ERROR) {
 			remote_error(c, r);
-			agile_redis_drop(c);
+			agile__redis_drop(c);
 			return -EREMOTE;
 		}
 		if (i >= count) {
 			if (r->type != AGILE_RESP_BULK || r->len != 40) {
-				agile_redis_drop(c);
+				agile__redis_drop(c);
 				return fail(c, -EPROTO, "SCRIPT LOAD did not "
 				            "answer a SHA1");
 			}
@@ -437,7 +437,7 @@ static int ensure_connected(struct agile_redis *c, int64_t deadline_ns)
 	int rc;
 
 	if (c->fd >= 0 && (c->pid != (int32_t)getpid() || !still_ours(c)))
-		agile_redis_drop(c); /* forked, or the program took the fd */
+		agile__redis_drop(c); /* forked, or the program took the fd */
 	if (c->fd >= 0)
 		return 0;
 	rc = map_buffers(c);
@@ -466,7 +466,7 @@ static int follow_moved(struct agile_redis *c, const struct agile_resp *r)
 	    port == 0 || port > 65535 ||
 	    (size_t)(colon - addr - 1) >= sizeof(c->addr.host))
 		return -EPROTO;
-	agile_redis_drop(c);
+	agile__redis_drop(c);
 	memcpy(c->addr.host, addr + 1, (size_t)(colon - addr - 1));
 	c->addr.host[colon - addr - 1] = '\0';
 	c->addr.port = (uint16_t)port;
@@ -510,16 +510,16 @@ static int queue_eval(struct agile_redis *c, int script, int nkeys,
  * the connection at the slot's node).  Returns 1 when it was one. */
 static int cure(struct agile_redis *c, const struct agile_resp *r)
 {
-	if (agile_resp_is_error(r, "NOSCRIPT")) {
-		agile_redis_drop(c);
+	if (agile__resp_is_error(r, "NOSCRIPT")) {
+		agile__redis_drop(c);
 		return 1;
 	}
-	if (agile_resp_is_error(r, "MOVED") && follow_moved(c, r) == 0)
+	if (agile__resp_is_error(r, "MOVED") && follow_moved(c, r) == 0)
 		return 1;
 	return 0;
 }
 
-int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
+int agile__redis_eval(struct agile_redis *c, int script, int nkeys,
                      const char *const *keys, int nargs,
                      const char *const *args, const size_t *lens,
                      const struct agile_resp **out, int64_t deadline_ns)
@@ -549,7 +549,7 @@ int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
 	            AGILE_REDIS_REDIRECTS);
 }
 
-int agile_redis_eval_send(struct agile_redis *c, int script, int nkeys,
+int agile__redis_eval_send(struct agile_redis *c, int script, int nkeys,
                           const char *const *keys, int nargs,
                           const char *const *args, const size_t *lens,
                           int64_t deadline_ns)
@@ -565,7 +565,7 @@ int agile_redis_eval_send(struct agile_redis *c, int script, int nkeys,
 	return send_queued(c, deadline_ns);
 }
 
-int agile_redis_eval_collect(struct agile_redis *c,
+int agile__redis_eval_collect(struct agile_redis *c,
                              const struct agile_resp **out,
                              int64_t deadline_ns, bool wait)
 {

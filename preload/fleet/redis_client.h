@@ -76,12 +76,12 @@ struct agile_redis {
 
 /* Set up `c` (no I/O): it connects to `addr` on first use and loads the
  * `count` Lua `scripts` on every new connection. */
-void agile_redis_init(struct agile_redis *c, const struct agile_redis_addr *addr,
+void agile__redis_init(struct agile_redis *c, const struct agile_redis_addr *addr,
                       const char *const *scripts, int count);
 
 /* Forget the connection, closing the descriptor only if it is still this
  * process's socket. */
-void agile_redis_drop(struct agile_redis *c);
+void agile__redis_drop(struct agile_redis *c);
 
 /*
  * Run Lua script `script` (its index in the init array) with EVALSHA:
@@ -93,7 +93,7 @@ void agile_redis_drop(struct agile_redis *c);
  * a sentence in c->error: -ETIMEDOUT, -ECONNREFUSED and the like, -EPROTO
  * for bytes that are not RESP, -EREMOTE for an error reply.
  */
-int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
+int agile__redis_eval(struct agile_redis *c, int script, int nkeys,
                      const char *const *keys, int nargs,
                      const char *const *args, const size_t *lens,
                      const struct agile_resp **out, int64_t deadline_ns);
@@ -105,13 +105,13 @@ int agile_redis_eval(struct agile_redis *c, int script, int nkeys,
  * returns 0 and *out; -EAGAIN when `wait` is false and the reply has not
  * all arrived yet (before the deadline); -ESTALE when Redis answered
  * NOSCRIPT or MOVED, which the next call cures by itself (reload, follow);
- * any other negative errno as agile_redis_eval, the connection dropped.
+ * any other negative errno as agile__redis_eval, the connection dropped.
  */
-int agile_redis_eval_send(struct agile_redis *c, int script, int nkeys,
+int agile__redis_eval_send(struct agile_redis *c, int script, int nkeys,
                           const char *const *keys, int nargs,
                           const char *const *args, const size_t *lens,
                           int64_t deadline_ns);
-int agile_redis_eval_collect(struct agile_redis *c,
+int agile__redis_eval_collect(struct agile_redis *c,
                              const struct agile_resp **out,
                              int64_t deadline_ns, bool wait);
 

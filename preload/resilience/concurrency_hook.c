@@ -178,7 +178,7 @@ int32_t agile__permit_try(struct agile_state_resilience *z)
 {
 	int64_t limit = agile__permit_limit(z);
 	int32_t self = (int32_t)getpid();
-	int64_t held = agile_resilience_permits_held(z);
+	int64_t held = agile__resilience_permits_held(z);
 
 	if (held >= limit)
 		return 0;
@@ -300,7 +300,7 @@ void agile__permit_release(struct agile_state_resilience *z, int32_t permit,
 	held = held_by(tid, false);
 	if (held != NULL && __atomic_sub_fetch(held, 1, __ATOMIC_ACQ_REL) < 0)
 		__atomic_store_n(held, 0, __ATOMIC_RELEASE);
-	mirror_core(z, agile_resilience_permits_held(z));
+	mirror_core(z, agile__resilience_permits_held(z));
 	__atomic_add_fetch(&z->permit_gen, 1, __ATOMIC_ACQ_REL);
 	syscall(SYS_futex, &z->permit_gen, FUTEX_WAKE, 1, NULL, NULL, 0);
 }
@@ -345,7 +345,7 @@ void agile__conc_outcome(struct agile_state_resilience *z,
 		return;
 	/* The law reads the calls in flight with this one still among them,
 	 * as adaptx's release does: its permit goes back after this. */
-	mirror_core(z, agile_resilience_permits_held(z));
+	mirror_core(z, agile__resilience_permits_held(z));
 	switch (outcome) {
 	case AGILE_OUTCOME_ANSWERED:
 		agile_conc_observe(&z->core, latency_ns);

@@ -109,7 +109,7 @@ int agile__resilience_connect(int fd, const struct sockaddr *addr,
 	if (flags < 0 || (flags & O_NONBLOCK))
 		return agile__libc.connect(fd, addr, len);
 	s = agile__destinations_slot(dest);
-	agile_resilience_backoff(c, &backoff);
+	agile__resilience_backoff(c, &backoff);
 	for (int32_t made = 1;; made++) {
 		int error;
 		int64_t wait;

@@ -40,7 +40,7 @@ int agile__resilience_admit(int fd, int dest, struct agile_state_slot *s,
 	adm->permit = 0;
 	adm->permit_tid = 0;
 	adm->breaker_open = false;
-	if (!agile_resilience_any(c))
+	if (!agile__resilience_any(c))
 		return 0;
 	flags = agile__libc.fcntl(fd, F_GETFL);
 	blocking = flags >= 0 && !(flags & O_NONBLOCK);

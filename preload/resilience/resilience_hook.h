@@ -5,7 +5,7 @@
  * keys_hook.c, connect_hook.c, http.c, inbound.c) offer each other.
  *
  * Each call keeps errno as it found it.  A destination without resilience
- * settings costs one test per call (agile_resilience_any on its rule).
+ * settings costs one test per call (agile__resilience_any on its rule).
  */
 #ifndef AGILE_PRELOAD_RESILIENCE_HOOK_H
 #define AGILE_PRELOAD_RESILIENCE_HOOK_H

@@ -23,7 +23,7 @@ static int is_agile(const char *entry)
 	return strncmp(entry, PREFIX, PREFIX_LEN) == 0;
 }
 
-size_t agile_env_snapshot_size(char *const *envp)
+size_t agile__env_snapshot_size(char *const *envp)
 {
 	size_t size = sizeof(char *); /* the terminating NULL */
 
@@ -33,7 +33,7 @@ size_t agile_env_snapshot_size(char *const *envp)
 	return size;
 }
 
-size_t agile_env_snapshot_copy(char *const *envp, void *buf, size_t size,
+size_t agile__env_snapshot_copy(char *const *envp, void *buf, size_t size,
                                struct agile_env_snapshot *out)
 {
 	size_t n = 0, left_out = 0, slots, used;
@@ -70,7 +70,7 @@ size_t agile_env_snapshot_copy(char *const *envp, void *buf, size_t size,
 	return left_out;
 }
 
-const char *agile_env_snapshot_get(const struct agile_env_snapshot *snapshot,
+const char *agile__env_snapshot_get(const struct agile_env_snapshot *snapshot,
                                    const char *name)
 {
 	size_t len = strlen(name);

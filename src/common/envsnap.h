@@ -20,20 +20,20 @@ struct agile_env_snapshot {
 	size_t count;
 };
 
-/* The bytes agile_env_snapshot_copy needs for the AGILE_ entries of envp
+/* The bytes agile__env_snapshot_copy needs for the AGILE_ entries of envp
  * (NULL-terminated; NULL is an empty environment). */
-size_t agile_env_snapshot_size(char *const *envp);
+size_t agile__env_snapshot_size(char *const *envp);
 
 /* Copy the AGILE_ entries of envp into buf (size bytes, aligned for a
  * pointer; NULL when size is 0), in their order, and describe them in
  * *out.  Entries that do not fit (the environment grew since it was
  * measured) are left out whole; returns how many were. */
-size_t agile_env_snapshot_copy(char *const *envp, void *buf, size_t size,
+size_t agile__env_snapshot_copy(char *const *envp, void *buf, size_t size,
                                struct agile_env_snapshot *out);
 
 /* The value of `name` in the snapshot (the first entry, as getenv), or
  * NULL. */
-const char *agile_env_snapshot_get(const struct agile_env_snapshot *snapshot,
+const char *agile__env_snapshot_get(const struct agile_env_snapshot *snapshot,
                                    const char *name);
 
 #endif /* AGILE_PRELOAD_ENVSNAP_H */

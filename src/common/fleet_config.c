@@ -55,7 +55,7 @@ static bool whole(const char *s, size_t len, uint64_t limit, uint64_t *out)
 	return true;
 }
 
-/* A span: a duration with a unit as agile_parse_duration reads it, also in
+/* A span: a duration with a unit as agile__parse_duration reads it, also in
  * hours or days, or a bare unit meaning one of it ("s" = "1s"). */
 static bool span(const char *text, int64_t *out_ns)
 {
@@ -72,14 +72,14 @@ static bool span(const char *text, int64_t *out_ns)
 		scale = buf[len - 1] == 'h' ? 3600 : 86400;
 		buf[len - 1] = 's';
 	}
-	if (agile_parse_duration(buf, &ns) != 0 || ns <= 0 ||
+	if (agile__parse_duration(buf, &ns) != 0 || ns <= 0 ||
 	    ns > INT64_MAX / scale)
 		return false;
 	*out_ns = ns * scale;
 	return true;
 }
 
-bool agile_fleet_window_is_shared(const char *value)
+bool agile__fleet_window_is_shared(const char *value)
 {
 	const char *comma = strrchr(value, ',');
 
@@ -88,7 +88,7 @@ bool agile_fleet_window_is_shared(const char *value)
 
 #define WHY(...) (snprintf(why, why_len, __VA_ARGS__), -EINVAL)
 
-int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
+int agile__fleet_setting(struct agile_fleet_rule *f, const char *key,
                         const char *value, char *why, size_t why_len)
 {
 	const char *expect = expect_of(key);
@@ -119,7 +119,7 @@ int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
 	if (strcmp(key, "redis_timeout") == 0) {
 		int64_t ns;
 
-		if (agile_parse_duration(value, &ns) != 0)
+		if (agile__parse_duration(value, &ns) != 0)
 			return WHY("\"%.64s\" is not a duration; %s", value,
 			           expect);
 		if (ns < AGILE_FLEET_TIMEOUT_MIN_NS ||
@@ -155,7 +155,7 @@ int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
 	return WHY("is not a fleet setting");
 }
 
-int agile_fleet_check(struct agile_fleet_rule *f, char *why, size_t why_len)
+int agile__fleet_check(struct agile_fleet_rule *f, char *why, size_t why_len)
 {
 	if (f->mode == AGILE_FLEET_ADAPTIVE && f->max_rate <= 0) {
 		f->mode = AGILE_FLEET_NONE;
@@ -213,7 +213,7 @@ static int parse_unix(const char *path, struct agile_redis_addr *out,
 	return unix_query(q, out, why, why_len);
 }
 
-int agile_redis_url_parse(const char *url, struct agile_redis_addr *out,
+int agile__redis_url_parse(const char *url, struct agile_redis_addr *out,
                           char *why, size_t why_len)
 {
 	const char *p, *at, *host_end, *slash;
@@ -299,7 +299,7 @@ int agile_redis_url_parse(const char *url, struct agile_redis_addr *out,
 	return 0;
 }
 
-size_t agile_redis_addr_format(const struct agile_redis_addr *a, char *buf,
+size_t agile__redis_addr_format(const struct agile_redis_addr *a, char *buf,
                                size_t len)
 {
 	int n;

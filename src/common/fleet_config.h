@@ -67,7 +67,7 @@ static inline int64_t agile_fleet_timeout_ns(const struct agile_fleet_rule *f)
  * Whether `value` of a window= key is the shared form "N/SPAN,shared" (the
  * rules parser then hands it here rather than to the per-host window).
  */
-bool agile_fleet_window_is_shared(const char *value);
+bool agile__fleet_window_is_shared(const char *value);
 
 /*
  * Read one fleet setting into `f`.  `key` is "fleet_max", "fleet",
@@ -75,7 +75,7 @@ bool agile_fleet_window_is_shared(const char *value);
  * with the tail of a message in `why` ("\"x\" is not a number; expected
  * ..."), the value then left as it was.
  */
-int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
+int agile__fleet_setting(struct agile_fleet_rule *f, const char *key,
                         const char *value, char *why, size_t why_len);
 
 /*
@@ -83,7 +83,7 @@ int agile_fleet_setting(struct agile_fleet_rule *f, const char *key,
  * 0, or -EINVAL with a message in `why` and the offending setting undone
  * (fleet=adaptive without fleet_max is dropped back to none).
  */
-int agile_fleet_check(struct agile_fleet_rule *f, char *why, size_t why_len);
+int agile__fleet_check(struct agile_fleet_rule *f, char *why, size_t why_len);
 
 /* ------------------------------------------------------------------------ */
 /* AGILE_REDIS                                                               */
@@ -103,12 +103,12 @@ struct agile_redis_addr {
  * in `why`, e.g. "rediss:// (TLS) is not supported; ...".  IPv6 hosts are
  * written in brackets: redis://[::1]:6379/0.
  */
-int agile_redis_url_parse(const char *url, struct agile_redis_addr *out,
+int agile__redis_url_parse(const char *url, struct agile_redis_addr *out,
                           char *why, size_t why_len);
 
 /* "127.0.0.1:6379", "[::1]:6379" or "unix:/run/redis.sock" (no
  * credentials), snprintf-style. */
-size_t agile_redis_addr_format(const struct agile_redis_addr *a, char *buf,
+size_t agile__redis_addr_format(const struct agile_redis_addr *a, char *buf,
                                size_t len);
 
 #endif /* AGILE_PRELOAD_FLEET_CONFIG_H */

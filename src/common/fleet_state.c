@@ -4,7 +4,7 @@
  *
  * Linked into the preload and agilestat; prints nothing.  Opening, creating
  * and replacing the file is shmfile.c's, as for the state file; this file
- * supplies the fleet file's judge (agile_fleet_check_map) and writer.
+ * supplies the fleet file's judge (agile__fleet_check_map) and writer.
  */
 #include "config.h"
 
@@ -31,14 +31,14 @@ _Static_assert(offsetof(struct agile_fleet_record, last_error) == 768,
 _Static_assert(sizeof(((struct agile_fleet_header *)0)->boot_id) ==
                AGILE_SHMFILE_BOOT_ID_MAX, "boot id width");
 
-size_t agile_fleet_path(const char *state_path, char *buf, size_t len)
+size_t agile__fleet_path(const char *state_path, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s%s", state_path, AGILE_FLEET_SUFFIX);
 
 	return n < 0 ? 0 : (size_t)n;
 }
 
-int agile_fleet_check_map(const void *map, size_t size, char *why,
+int agile__fleet_check_map(const void *map, size_t size, char *why,
                           size_t why_len)
 {
 	const struct agile_fleet_header *h = map;
@@ -64,7 +64,7 @@ int agile_fleet_check_map(const void *map, size_t size, char *why,
 	    memchr(h->host_id, '\0', sizeof(h->host_id)) == NULL ||
 	    h->host_id[0] == '\0')
 		REJECT("unterminated boot or host id");
-	agile_shmfile_boot_id(boot_id);
+	agile__shmfile_boot_id(boot_id);
 	if (strcmp(boot_id, h->boot_id) != 0)
 		REJECT("written before the last reboot (its clock is stale)");
 	for (unsigned int i = 0; i < AGILE_FLEET_RECORDS; i++) {
@@ -126,7 +126,7 @@ static void format_fresh(void *map)
 	h->file_size = AGILE_FLEET_SIZE;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	h->created_unix_ns = (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec;
-	agile_shmfile_boot_id(h->boot_id);
+	agile__shmfile_boot_id(h->boot_id);
 	make_host_id(h->host_id);
 	/* Last, and released: a reader that sees READY sees the rest. */
 	__atomic_store_n(&h->ready, AGILE_FLEET_READY, __ATOMIC_RELEASE);
@@ -138,11 +138,11 @@ static const struct agile_shmfile_type fleet_file = {
 	.size = AGILE_FLEET_SIZE,
 	.header_size = 0,
 	.ro_any_size = false,
-	.validate = agile_fleet_check_map,
+	.validate = agile__fleet_check_map,
 	.format = format_fresh,
 };
 
-void agile_fleet_close(struct agile_fleet_map *m)
+void agile__fleet_close(struct agile_fleet_map *m)
 {
 	if (m->header != NULL)
 		munmap(m->header, m->size);
@@ -150,11 +150,11 @@ void agile_fleet_close(struct agile_fleet_map *m)
 	m->size = 0;
 }
 
-int agile_fleet_open_rw(const char *path, struct agile_fleet_map *out,
+int agile__fleet_open_rw(const char *path, struct agile_fleet_map *out,
                         char *replaced_why, size_t why_len)
 {
 	void *map;
-	int rc = agile_shmfile_open_rw(&fleet_file, path, &map, replaced_why,
+	int rc = agile__shmfile_open_rw(&fleet_file, path, &map, replaced_why,
 	                               why_len);
 
 	if (rc < 0)
@@ -164,12 +164,12 @@ int agile_fleet_open_rw(const char *path, struct agile_fleet_map *out,
 	return 0;
 }
 
-int agile_fleet_open_ro(const char *path, struct agile_fleet_map *out,
+int agile__fleet_open_ro(const char *path, struct agile_fleet_map *out,
                         char *why, size_t why_len)
 {
 	void *map;
 	size_t size;
-	int rc = agile_shmfile_open_ro(&fleet_file, path, &map, &size, why,
+	int rc = agile__shmfile_open_ro(&fleet_file, path, &map, &size, why,
 	                               why_len);
 
 	if (rc < 0)
@@ -194,11 +194,11 @@ static bool claim(struct agile_fleet_record *r, uint64_t seen,
 	return true;
 }
 
-int agile_fleet_record_acquire(const struct agile_fleet_map *m,
+int agile__fleet_record_acquire(const struct agile_fleet_map *m,
                                const char *name, uint64_t config_hash,
                                struct agile_fleet_record **out)
 {
-	unsigned int home = (unsigned int)(agile_shmfile_name_hash(name) %
+	unsigned int home = (unsigned int)(agile__shmfile_name_hash(name) %
 	                                     AGILE_FLEET_RECORDS);
 
 	/* Linear probing from the name's home record, as the state file's
@@ -222,7 +222,7 @@ int agile_fleet_record_acquire(const struct agile_fleet_map *m,
 				struct timespec ts = { 0, 100000 };
 				int32_t pid = (int32_t)(st >> 8);
 
-				if (!agile_shmfile_pid_alive(pid) ||
+				if (!agile__shmfile_pid_alive(pid) ||
 				    spins > 2000) {
 					if (claim(r, st, name, config_hash))
 						break;
@@ -251,7 +251,7 @@ int agile_fleet_record_acquire(const struct agile_fleet_map *m,
 }
 
 const struct agile_fleet_record *
-agile_fleet_record_find(const struct agile_fleet_map *m, const char *name)
+agile__fleet_record_find(const struct agile_fleet_map *m, const char *name)
 {
 	for (unsigned int i = 0; i < m->header->record_count; i++) {
 		const struct agile_fleet_record *r = agile_fleet_record(m, i);

@@ -194,34 +194,34 @@ agile_fleet_record(const struct agile_fleet_map *m, unsigned int i)
 }
 
 /* The companion path of a state file path, snprintf-style. */
-size_t agile_fleet_path(const char *state_path, char *buf, size_t len);
+size_t agile__fleet_path(const char *state_path, char *buf, size_t len);
 
 /* Check a mapping against this build; 0 or -EINVAL with `why`. */
-int agile_fleet_check_map(const void *map, size_t size, char *why,
+int agile__fleet_check_map(const void *map, size_t size, char *why,
                           size_t why_len);
 
 /* Map read-write, creating or replacing the file as the state file is
  * (state.h); *replaced_why says why a file was replaced.  0 or -errno. */
-int agile_fleet_open_rw(const char *path, struct agile_fleet_map *out,
+int agile__fleet_open_rw(const char *path, struct agile_fleet_map *out,
                         char *replaced_why, size_t why_len);
 
 /* Map read-only (agilestat): -ENOENT when absent. */
-int agile_fleet_open_ro(const char *path, struct agile_fleet_map *out,
+int agile__fleet_open_ro(const char *path, struct agile_fleet_map *out,
                         char *why, size_t why_len);
 
-void agile_fleet_close(struct agile_fleet_map *m);
+void agile__fleet_close(struct agile_fleet_map *m);
 
 /*
  * The record named `name`, claimed and initialised (zeroed, with name and
  * config_hash) when absent, or re-initialised when its config_hash differs.
  * Returns 0 and *out, -ENOSPC when every record is taken.
  */
-int agile_fleet_record_acquire(const struct agile_fleet_map *m,
+int agile__fleet_record_acquire(const struct agile_fleet_map *m,
                                const char *name, uint64_t config_hash,
                                struct agile_fleet_record **out);
 
 /* The in-use record named `name`, or NULL (agilestat). */
 const struct agile_fleet_record *
-agile_fleet_record_find(const struct agile_fleet_map *m, const char *name);
+agile__fleet_record_find(const struct agile_fleet_map *m, const char *name);
 
 #endif /* AGILE_PRELOAD_FLEET_STATE_H */

@@ -11,7 +11,7 @@
 
 #include "resilience.h"
 
-bool agile_resilience_any(const struct agile_resilience_config *c)
+bool agile__resilience_any(const struct agile_resilience_config *c)
 {
 	return c->conc_mode != AGILE_CONC_OFF || c->breaker || c->quota > 0 ||
 	       c->window > 0 || c->proto == AGILE_PROTO_HTTP ||
@@ -19,7 +19,7 @@ bool agile_resilience_any(const struct agile_resilience_config *c)
 	       c->retry > 0 || c->key_rate > 0 || c->inbound;
 }
 
-uint64_t agile_resilience_hash(const struct agile_resilience_config *c,
+uint64_t agile__resilience_hash(const struct agile_resilience_config *c,
                                uint64_t h)
 {
 	const unsigned char *p = (const unsigned char *)c;
@@ -58,7 +58,7 @@ static void core_config(const struct agile_resilience_config *c,
 	out->probe_rate = out->min_rate;
 }
 
-void agile_resilience_law(const struct agile_resilience_config *c,
+void agile__resilience_law(const struct agile_resilience_config *c,
                           struct agile_law_options *out)
 {
 	uint32_t given = c->law_given;
@@ -82,7 +82,7 @@ void agile_resilience_law(const struct agile_resilience_config *c,
 		out->warmup_samples = c->law_warmup_samples;
 }
 
-void agile_resilience_sre(const struct agile_resilience_config *c,
+void agile__resilience_sre(const struct agile_resilience_config *c,
                           struct agile_sre *out)
 {
 	struct agile_sre sre = AGILE_SRE_PRESET;
@@ -106,7 +106,7 @@ void agile_resilience_sre(const struct agile_resilience_config *c,
 	*out = sre;
 }
 
-void agile_resilience_shed(const struct agile_resilience_config *c,
+void agile__resilience_shed(const struct agile_resilience_config *c,
                            struct agile_shed *out)
 {
 	struct agile_shed shed = AGILE_SHED_PRESET;
@@ -128,7 +128,7 @@ void agile_resilience_shed(const struct agile_resilience_config *c,
 	*out = shed;
 }
 
-void agile_resilience_backoff(const struct agile_resilience_config *c,
+void agile__resilience_backoff(const struct agile_resilience_config *c,
                               struct agile_backoff *out)
 {
 	struct agile_backoff b = AGILE_BACKOFF_PRESET;
@@ -174,7 +174,7 @@ static uint32_t features_of(const struct agile_resilience_config *c)
 	return f;
 }
 
-int agile_resilience_state_init(struct agile_state_resilience *z,
+int agile__resilience_state_init(struct agile_state_resilience *z,
                                 const struct agile_resilience_config *c,
                                 const struct agile_config *config,
                                 int64_t now_ns)
@@ -191,7 +191,7 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 	z->conc_law = c->conc_law;
 
 	core_config(c, config, &core);
-	agile_resilience_law(c, &law);
+	agile__resilience_law(c, &law);
 	if (agile_conc_init_law(&z->core, &core, &law, now_ns) < 0) {
 		/* Only a listener's own settings can be rejected here, and the
 		 * parser has reported them; a cap at max keeps its promise. */
@@ -207,12 +207,12 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 	else if (z->conc_mode == AGILE_CONC_ADAPTIVE)
 		z->conc_limit = (int64_t)agile_conc_limit(&z->core);
 
-	agile_resilience_backoff(c, &z->retry_backoff);
-	agile_resilience_sre(c, &sre);
+	agile__resilience_backoff(c, &z->retry_backoff);
+	agile__resilience_sre(c, &sre);
 	rc = agile_breaker_init(&z->breaker, &sre, now_ns);
 	if (rc < 0)
 		return rc;
-	agile_resilience_shed(c, &shed);
+	agile__resilience_shed(c, &shed);
 	rc = agile_shedder_init(&z->shedder, &shed, now_ns);
 	if (rc < 0)
 		return rc;
@@ -243,7 +243,7 @@ static bool rolling_valid(const struct agile_rolling *w)
 	       w->head >= 0 && w->head < w->size && w->width_ns >= 1;
 }
 
-bool agile_resilience_state_valid(const struct agile_state_resilience *z)
+bool agile__resilience_state_valid(const struct agile_state_resilience *z)
 {
 	const struct agile_sliding_window *w = agile_state_window_const(z);
 	int32_t room = w->quota > 0 ? w->quota : 1;
@@ -258,7 +258,7 @@ bool agile_resilience_state_valid(const struct agile_state_resilience *z)
 	       w->count <= w->quota && w->oldest >= 0 && w->oldest < room;
 }
 
-int64_t agile_resilience_permits_held(const struct agile_state_resilience *z)
+int64_t agile__resilience_permits_held(const struct agile_state_resilience *z)
 {
 	uint32_t high = __atomic_load_n(&z->permit_high, __ATOMIC_ACQUIRE);
 	int64_t held = 0;
@@ -271,7 +271,7 @@ int64_t agile_resilience_permits_held(const struct agile_state_resilience *z)
 	return held;
 }
 
-const char *agile_resilience_conc_name(const struct agile_state_resilience *z)
+const char *agile__resilience_conc_name(const struct agile_state_resilience *z)
 {
 	switch (z->conc_mode) {
 	case AGILE_CONC_FIXED:

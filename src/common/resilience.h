@@ -210,15 +210,15 @@ struct agile_resilience_config {
 
 /* The libagile settings a rule's keys make, each its preset with the
  * rule's keys applied (pure; the state's initialisation, the connect hook
- * and agilestat --config share them).  agile_resilience_backoff's
+ * and agilestat --config share them).  agile__resilience_backoff's
  * attempts are retry= + 1. */
-void agile_resilience_law(const struct agile_resilience_config *c,
+void agile__resilience_law(const struct agile_resilience_config *c,
                           struct agile_law_options *out);
-void agile_resilience_sre(const struct agile_resilience_config *c,
+void agile__resilience_sre(const struct agile_resilience_config *c,
                           struct agile_sre *out);
-void agile_resilience_shed(const struct agile_resilience_config *c,
+void agile__resilience_shed(const struct agile_resilience_config *c,
                            struct agile_shed *out);
-void agile_resilience_backoff(const struct agile_resilience_config *c,
+void agile__resilience_backoff(const struct agile_resilience_config *c,
                               struct agile_backoff *out);
 
 /* Whether `status` is in the rule's list (its default when the rule
@@ -231,10 +231,10 @@ bool agile__http_in_list(const struct agile_resilience_config *c,
 #define AGILE_ACQUIRE_TIMEOUT_DEFAULT_NS (30 * AGILE_NS_PER_S)
 
 /* True when any outbound resilience feature is configured. */
-bool agile_resilience_any(const struct agile_resilience_config *c);
+bool agile__resilience_any(const struct agile_resilience_config *c);
 
 /* FNV-1a of the configuration's bytes folded into `h` (the config hash). */
-uint64_t agile_resilience_hash(const struct agile_resilience_config *c,
+uint64_t agile__resilience_hash(const struct agile_resilience_config *c,
                                uint64_t h);
 
 /* ------------------------------------------------------------------------ */
@@ -314,7 +314,7 @@ struct agile_state_resilience {
 	struct agile_state_lock window_lock;
 	uint64_t window_refused;
 	uint64_t window_waited;
-	/* retry='s backoff as the rule made it (agile_resilience_backoff),
+	/* retry='s backoff as the rule made it (agile__resilience_backoff),
 	 * for agilestat --config: the connect section has no room left. */
 	struct agile_backoff retry_backoff;
 	/* HTTP (256) */
@@ -377,7 +377,7 @@ agile_state_window_const(const struct agile_state_resilience *z)
  * configuration (`config`: a listener's core limiter runs with it).  Clocks:
  * now_ns monotonic, now_unix_ns the wall clock.  Returns 0 or -EINVAL.
  */
-int agile_resilience_state_init(struct agile_state_resilience *z,
+int agile__resilience_state_init(struct agile_state_resilience *z,
                                 const struct agile_resilience_config *c,
                                 const struct agile_config *config,
                                 int64_t now_ns);
@@ -385,10 +385,10 @@ int agile_resilience_state_init(struct agile_state_resilience *z,
 /* Whether the region's own bookkeeping is in range (window sizes, ring
  * positions, enumerations), so a damaged file cannot make a reader index
  * outside it.  The state file check rejects a READY slot that fails it. */
-bool agile_resilience_state_valid(const struct agile_state_resilience *z);
+bool agile__resilience_state_valid(const struct agile_state_resilience *z);
 
 /* Permits held now (a scan of the owner table; agilestat and the hooks). */
-int64_t agile_resilience_permits_held(const struct agile_state_resilience *z);
+int64_t agile__resilience_permits_held(const struct agile_state_resilience *z);
 
 /* The clock a quota runs on: the wall clock when aligned, else monotonic. */
 static inline bool agile_resilience_quota_wall(const struct agile_state_resilience *z)
@@ -397,6 +397,6 @@ static inline bool agile_resilience_quota_wall(const struct agile_state_resilien
 }
 
 /* "agile", "aimd", ... for the adaptive cap; "fixed" or "off" otherwise. */
-const char *agile_resilience_conc_name(const struct agile_state_resilience *z);
+const char *agile__resilience_conc_name(const struct agile_state_resilience *z);
 
 #endif /* AGILE_PRELOAD_RESILIENCE_H */

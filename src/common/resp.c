@@ -34,7 +34,7 @@ static int put_header(char *buf, size_t cap, size_t *at, char kind,
 	return put(buf, cap, at, head, (size_t)len);
 }
 
-int agile_resp_command(char *buf, size_t cap, size_t *used, int argc,
+int agile__resp_command(char *buf, size_t cap, size_t *used, int argc,
                        const char *const *argv, const size_t *lens)
 {
 	size_t at = *used;
@@ -171,7 +171,7 @@ static int parse_value(struct parser *p, size_t *at, struct agile_resp *node,
 	}
 }
 
-ssize_t agile_resp_parse(const char *buf, size_t len, struct agile_resp *nodes,
+ssize_t agile__resp_parse(const char *buf, size_t len, struct agile_resp *nodes,
                          size_t cap, size_t *nodes_used)
 {
 	struct parser p = { buf, len, nodes, cap, 1 };
@@ -188,7 +188,7 @@ ssize_t agile_resp_parse(const char *buf, size_t len, struct agile_resp *nodes,
 	return (ssize_t)at;
 }
 
-int agile_resp_is_error(const struct agile_resp *r, const char *prefix)
+int agile__resp_is_error(const struct agile_resp *r, const char *prefix)
 {
 	size_t len = strlen(prefix);
 
@@ -212,7 +212,7 @@ static int reply_text(const struct agile_resp *r, char *text, size_t cap)
 	return 0;
 }
 
-int agile_resp_double(const struct agile_resp *r, double *out)
+int agile__resp_double(const struct agile_resp *r, double *out)
 {
 	char text[64];
 	char *end;
@@ -237,7 +237,7 @@ int agile_resp_double(const struct agile_resp *r, double *out)
 	return 0;
 }
 
-int agile_resp_int64(const struct agile_resp *r, int64_t *out)
+int agile__resp_int64(const struct agile_resp *r, int64_t *out)
 {
 	char text[32];
 	char *end;

@@ -44,7 +44,7 @@ struct agile_resp {
  * (size_t)-1 for a NUL-terminated argv[i]) at buf + *used.  Returns 0, or
  * -ENOSPC (nothing appended) when it does not fit in `cap`.
  */
-int agile_resp_command(char *buf, size_t cap, size_t *used, int argc,
+int agile__resp_command(char *buf, size_t cap, size_t *used, int argc,
                        const char *const *argv, const size_t *lens);
 
 /*
@@ -54,14 +54,14 @@ int agile_resp_command(char *buf, size_t cap, size_t *used, int argc,
  * -EPROTO when the bytes are not RESP, or -ENOSPC when the reply has more
  * values than `cap`.
  */
-ssize_t agile_resp_parse(const char *buf, size_t len, struct agile_resp *nodes,
+ssize_t agile__resp_parse(const char *buf, size_t len, struct agile_resp *nodes,
                          size_t cap, size_t *nodes_used);
 
 /* Whether a reply is the error `prefix` ("NOSCRIPT", "MOVED", ...). */
-int agile_resp_is_error(const struct agile_resp *r, const char *prefix);
+int agile__resp_is_error(const struct agile_resp *r, const char *prefix);
 
 /* A BULK, STATUS or INTEGER reply as a number: 0 and *out, or -EINVAL. */
-int agile_resp_double(const struct agile_resp *r, double *out);
-int agile_resp_int64(const struct agile_resp *r, int64_t *out);
+int agile__resp_double(const struct agile_resp *r, double *out);
+int agile__resp_int64(const struct agile_resp *r, int64_t *out);
 
 #endif /* AGILE_PRELOAD_RESP_H */

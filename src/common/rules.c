@@ -8,7 +8,7 @@
  * is given and reports every problem as one complete line through the
  * caller's callback.  It allocates nothing and does no I/O, so the preload can
  * run it in a constructor and the tests can drive it without a process.  The
- * one function that talks to the network, agile_rules_resolve_hosts(), is
+ * one function that talks to the network, agile__rules_resolve_hosts(), is
  * kept apart (rules_hosts.c) and called by the preload when it chooses.
  *
  * The error policy is the product's promise about the ceiling: a setting that
@@ -103,7 +103,7 @@ static bool rule_dest(struct reporter *r, struct agile_rule *out, char *word,
 		e = DEST_OK;
 	}
 	/* A listener is matched by the address its socket is bound to
-	 * (agile_rules_match_listen), which no host name or path ever
+	 * (agile__rules_match_listen), which no host name or path ever
 	 * equals: refuse one rather than never match. */
 	if (e == DEST_OK && inbound && out->kind != AGILE_DEST_INET)
 		e = DEST_NOT_LISTENABLE;
@@ -192,7 +192,7 @@ static void rule_finish(struct reporter *r, struct agile_rule *out,
 	}
 	agile__rules_check_resilience(r, out);
 	/* What the fleet settings say together (fleet_config.h). */
-	if (agile_fleet_check(&out->fleet, text, sizeof(text)) < 0)
+	if (agile__fleet_check(&out->fleet, text, sizeof(text)) < 0)
 		report(r, "%s", text);
 	if (max_ok)
 		agile__rules_check_rates(r, &out->config);
@@ -235,7 +235,7 @@ int agile__rules_parse_rule(const char *var, const char *name,
 	return agile__rules_flush(&r);
 }
 
-int agile_rule_parse(const char *var, const char *name, const char *value,
+int agile__rule_parse(const char *var, const char *name, const char *value,
                      struct agile_rule *out, agile_rules_error_fn on_error,
                      void *arg)
 {
@@ -243,7 +243,7 @@ int agile_rule_parse(const char *var, const char *name, const char *value,
 	                               arg);
 }
 
-int agile_listen_parse(const char *var, const char *name, const char *value,
+int agile__listen_parse(const char *var, const char *name, const char *value,
                        struct agile_rule *out, agile_rules_error_fn on_error,
                        void *arg)
 {

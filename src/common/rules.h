@@ -123,28 +123,28 @@ typedef void (*agile_rules_error_fn)(const char *message, void *arg);
  * its default and the rule stays enabled; a rule whose destination or max
  * cannot be read is kept with enabled = false.
  */
-int agile_rules_parse(char *const *envp, struct agile_rules *out,
+int agile__rules_parse(char *const *envp, struct agile_rules *out,
                       agile_rules_error_fn on_error, void *arg);
 
 /* Parse one rule's value (after "NAME="); `var` names it in messages. */
-int agile_rule_parse(const char *var, const char *name, const char *value,
+int agile__rule_parse(const char *var, const char *name, const char *value,
                      struct agile_rule *out, agile_rules_error_fn on_error,
                      void *arg);
 
 /* Parse one AGILE_LISTEN_ rule's value: [ADDRESS]:PORT (":8080" is any
  * local address) and settings; max= is connections at once. */
-int agile_listen_parse(const char *var, const char *name, const char *value,
+int agile__listen_parse(const char *var, const char *name, const char *value,
                        struct agile_rule *out, agile_rules_error_fn on_error,
                        void *arg);
 
 /* Parse a duration with a mandatory unit (ns, us, ms, s, m): 0 or -EINVAL. */
-int agile_parse_duration(const char *text, int64_t *out_ns);
+int agile__parse_duration(const char *text, int64_t *out_ns);
 
 /* The index of the rule that matches `addr`, or -1.  Only enabled rules.
  * An AF_UNIX address matches a unix: rule by path; the caller checks that
  * the socket is a stream socket.  IPv4 and IPv4-mapped IPv6 addresses are the
  * same address.  Reads only; safe to call concurrently with other matches. */
-int agile_rules_match(const struct agile_rules *rules,
+int agile__rules_match(const struct agile_rules *rules,
                       const struct sockaddr *addr, socklen_t len);
 
 /* The rules' generation, for agile_match_cache_get/put: read it before
@@ -155,7 +155,7 @@ static inline uint64_t agile_rules_generation(const struct agile_rules *rules)
 }
 
 /* The cache key of an AF_INET or AF_INET6 address long enough to match
- * (agile_rules_match reads no shorter one); false for any other. */
+ * (agile__rules_match reads no shorter one); false for any other. */
 static inline bool agile__match_cache_key(const struct sockaddr *addr,
                                           socklen_t len, uint64_t *head,
                                           uint64_t addr6[2])
@@ -182,7 +182,7 @@ static inline bool agile__match_cache_key(const struct sockaddr *addr,
 }
 
 /* Whether `cache` holds the answer for `addr` under `generation`: then
- * *dest is agile_rules_match's answer (of that generation).  Only AF_INET
+ * *dest is agile__rules_match's answer (of that generation).  Only AF_INET
  * and AF_INET6 addresses long enough to match are ever held.  Inline: the
  * connect() hook asks on every call. */
 static inline bool agile_match_cache_get(const struct agile_match_cache *cache,
@@ -203,13 +203,13 @@ static inline bool agile_match_cache_get(const struct agile_match_cache *cache,
 
 /* Remember that `addr` matched `dest` under `generation` (nothing for an
  * address agile_match_cache_get would not hold). */
-void agile_match_cache_put(struct agile_match_cache *cache,
+void agile__match_cache_put(struct agile_match_cache *cache,
                            uint64_t generation, const struct sockaddr *addr,
                            socklen_t len, int dest);
 
 /* The index of the enabled listener rule (AGILE_LISTEN_) whose address
  * contains `addr`, a listening socket's local address, or -1. */
-int agile_rules_match_listen(const struct agile_rules *rules,
+int agile__rules_match_listen(const struct agile_rules *rules,
                              const struct sockaddr *addr, socklen_t len);
 
 /* Remember that `host` resolved to `addr` (from the program's own
@@ -220,7 +220,7 @@ int agile_rules_match_listen(const struct agile_rules *rules,
  * serialised by the caller; a concurrent match sees either the old or the
  * new count, and once the list is full it may see one slot half replaced,
  * which can misclassify that one connect and nothing else. */
-void agile_rules_learn(struct agile_rules *rules, const char *host,
+void agile__rules_learn(struct agile_rules *rules, const char *host,
                        const struct sockaddr *addr, socklen_t len);
 
 /* The signature of getaddrinfo(3), so the preload can pass its bound libc
@@ -240,16 +240,16 @@ typedef int (*agile_getaddrinfo_fn)(const char *node, const char *service,
  * This is the only function here that does I/O (DNS): call it lazily, not
  * from a constructor.  Returns the number of hosts that failed to resolve.
  */
-int agile_rules_resolve_hosts(struct agile_rules *rules,
+int agile__rules_resolve_hosts(struct agile_rules *rules,
                               agile_getaddrinfo_fn resolve,
                               agile_rules_error_fn on_error, void *arg);
 
 /* The variable that configures rule `name`: "AGILE_DEST_" and the name
  * upper-cased, as agilerun sets it.  snprintf-style: returns the length
  * needed. */
-size_t agile_rule_var(const char *name, char *buf, size_t len);
+size_t agile__rule_var(const char *name, char *buf, size_t len);
 
 /* "request" or "connect". */
-const char *agile_pace_name(enum agile_pace pace);
+const char *agile__pace_name(enum agile_pace pace);
 
 #endif /* AGILE_PRELOAD_RULES_H */

@@ -71,7 +71,7 @@ static int compare_entries(const struct entry_key *a,
  * most 33 passes over a few dozen strings, and no allocation, which matters
  * in a constructor that runs in every process of a script.
  */
-int agile_rules_parse(char *const *envp, struct agile_rules *out,
+int agile__rules_parse(char *const *envp, struct agile_rules *out,
                       agile_rules_error_fn on_error, void *arg)
 {
 	struct entry_key previous = { NULL, 0, 0, false };
@@ -149,7 +149,7 @@ int agile_rules_parse(char *const *envp, struct agile_rules *out,
 	return errors;
 }
 
-size_t agile_rule_var(const char *name, char *buf, size_t len)
+size_t agile__rule_var(const char *name, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, DEST_PREFIX "%s", name);
 

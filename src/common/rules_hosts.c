@@ -3,7 +3,7 @@
  * program's own lookups return, so that later connects to them match, and
  * resolving at start-up the names the program has not looked up yet.
  *
- * agile_rules_resolve_hosts() is the one function of the rules that does
+ * agile__rules_resolve_hosts() is the one function of the rules that does
  * I/O (DNS); the preload calls it lazily, never from a constructor.
  */
 #include "config.h"
@@ -43,7 +43,7 @@ static void learn_into(struct agile_rules *rules, struct agile_rule *rule,
 	__atomic_add_fetch(&rules->generation, 1, __ATOMIC_RELEASE);
 }
 
-void agile_rules_learn(struct agile_rules *rules, const char *host,
+void agile__rules_learn(struct agile_rules *rules, const char *host,
                        const struct sockaddr *addr, socklen_t len)
 {
 	char want[AGILE_RULE_DEST_MAX];
@@ -62,7 +62,7 @@ void agile_rules_learn(struct agile_rules *rules, const char *host,
 	}
 }
 
-int agile_rules_resolve_hosts(struct agile_rules *rules,
+int agile__rules_resolve_hosts(struct agile_rules *rules,
                               agile_getaddrinfo_fn resolve,
                               agile_rules_error_fn on_error, void *arg)
 {
@@ -87,7 +87,7 @@ int agile_rules_resolve_hosts(struct agile_rules *rules,
 		rc = resolve(rule->host, NULL, &hints, &res);
 		if (rc == 0)
 			for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
-				agile_rules_learn(rules, rule->host, ai->ai_addr,
+				agile__rules_learn(rules, rule->host, ai->ai_addr,
 				                  ai->ai_addrlen);
 		if (res != NULL)
 			freeaddrinfo(res);
@@ -97,7 +97,7 @@ int agile_rules_resolve_hosts(struct agile_rules *rules,
 		failed++;
 		if (on_error != NULL) {
 			struct reporter r;
-			agile_rule_var(rule->name, var, sizeof(var));
+			agile__rule_var(rule->name, var, sizeof(var));
 			r = (struct reporter){ var, on_error, arg, 0, .defer = false };
 			report(&r, "cannot resolve host \"%s\" (%s); its "
 			       "connections count as unreachable until the "

@@ -278,7 +278,7 @@ void agile__rules_map_ipv4(struct agile_inet_prefix *p,
 void agile__rules_copy_text(char *dst, size_t size, const char *src,
                             size_t len, bool lower);
 /* Copy a hostname without case and without a trailing dot, the form that
- * agile_rules_learn() compares. */
+ * agile__rules_learn() compares. */
 void agile__rules_normalise_host(char *dst, size_t size, const char *src);
 
 /* ------------------------------------------------------------------------ */

@@ -363,7 +363,7 @@ static bool parse_fleet(struct reporter *r, struct agile_rule *rule,
 {
 	char text[MESSAGE_MAX / 2];
 
-	if (agile_fleet_setting(&rule->fleet, key->name, value, text,
+	if (agile__fleet_setting(&rule->fleet, key->name, value, text,
 	                        sizeof(text)) == 0)
 		return true;
 	report(r, "key \"%s\": %s", key->name, text);
@@ -467,7 +467,7 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
 		break;
 	case KEY_RESILIENCE:
 		if (strcmp(key->name, "window") == 0 &&
-		    agile_fleet_window_is_shared(value))
+		    agile__fleet_window_is_shared(value))
 			return parse_fleet(r, rule, key, value);
 		return agile__rules_resilience(r, rule, key, value);
 	case KEY_FLEET:
@@ -480,7 +480,7 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
 	return true;
 }
 
-const char *agile_pace_name(enum agile_pace pace)
+const char *agile__pace_name(enum agile_pace pace)
 {
 	return pace == AGILE_PACE_CONNECT ? "connect" : "request";
 }

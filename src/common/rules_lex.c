@@ -221,7 +221,7 @@ enum number_error agile__lex_duration(const char *text, int64_t *out_ns)
 	return NUMBER_OK;
 }
 
-int agile_parse_duration(const char *text, int64_t *out_ns)
+int agile__parse_duration(const char *text, int64_t *out_ns)
 {
 	int64_t ns;
 

@@ -107,7 +107,7 @@ static int specificity(const struct agile_rule *rule, const uint8_t addr[16],
 	return bits * 2 + (rule->port != 0);
 }
 
-int agile_rules_match(const struct agile_rules *rules,
+int agile__rules_match(const struct agile_rules *rules,
                       const struct sockaddr *addr, socklen_t len)
 {
 	uint8_t key[16];
@@ -142,7 +142,7 @@ int agile_rules_match(const struct agile_rules *rules,
 	return best;
 }
 
-void agile_match_cache_put(struct agile_match_cache *cache,
+void agile__match_cache_put(struct agile_match_cache *cache,
                            uint64_t generation, const struct sockaddr *addr,
                            socklen_t len, int dest)
 {
@@ -167,7 +167,7 @@ void agile_match_cache_put(struct agile_match_cache *cache,
 	cache->generation = generation;
 }
 
-int agile_rules_match_listen(const struct agile_rules *rules,
+int agile__rules_match_listen(const struct agile_rules *rules,
                              const struct sockaddr *addr, socklen_t len)
 {
 	uint8_t key[16];

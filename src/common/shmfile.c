@@ -31,7 +31,7 @@
 
 #include "shmfile.h"
 
-void agile_shmfile_boot_id(char out[AGILE_SHMFILE_BOOT_ID_MAX])
+void agile__shmfile_boot_id(char out[AGILE_SHMFILE_BOOT_ID_MAX])
 {
 	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
 	ssize_t n = 0;
@@ -49,12 +49,12 @@ void agile_shmfile_boot_id(char out[AGILE_SHMFILE_BOOT_ID_MAX])
 		out[--n] = '\0';
 }
 
-bool agile_shmfile_pid_alive(int32_t pid)
+bool agile__shmfile_pid_alive(int32_t pid)
 {
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
-uint64_t agile_shmfile_name_hash(const char *name)
+uint64_t agile__shmfile_name_hash(const char *name)
 {
 	uint64_t h = UINT64_C(14695981039346656037);
 
@@ -135,7 +135,7 @@ static void clean_stale(const char *path)
 			continue;
 		pid = strtol(e->d_name + base_len + 1, &end, 10);
 		if (*end == '.' && pid > 0 && pid <= INT32_MAX &&
-		    !agile_shmfile_pid_alive((int32_t)pid))
+		    !agile__shmfile_pid_alive((int32_t)pid))
 			unlinkat(dirfd(d), e->d_name, 0);
 	}
 	closedir(d);
@@ -272,7 +272,7 @@ static bool may_create(char *why, size_t why_len)
 	return false;
 }
 
-int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
+int agile__shmfile_open_rw(const struct agile_shmfile_type *type,
                           const char *path, void **map, char *replaced_why,
                           size_t why_len)
 {
@@ -333,7 +333,7 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
 	return rc;
 }
 
-int agile_shmfile_read_fd(const struct agile_shmfile_type *type, int fd,
+int agile__shmfile_read_fd(const struct agile_shmfile_type *type, int fd,
                           off_t file_size, void **copy, size_t *size,
                           char *why, size_t why_len)
 {
@@ -381,7 +381,7 @@ int agile_shmfile_read_fd(const struct agile_shmfile_type *type, int fd,
 	return 0;
 }
 
-int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
+int agile__shmfile_open_ro(const struct agile_shmfile_type *type,
                           const char *path, void **map, size_t *size,
                           char *why, size_t why_len)
 {
@@ -416,7 +416,7 @@ int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
 		close(fd);
 		return -EPERM;
 	}
-	rc = agile_shmfile_read_fd(type, fd, st.st_size, map, size, why,
+	rc = agile__shmfile_read_fd(type, fd, st.st_size, map, size, why,
 	                           why_len);
 	close(fd);
 	return rc;

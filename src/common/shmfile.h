@@ -54,7 +54,7 @@ struct agile_shmfile_type {
  * when none was; on -EPERM, to why the file was refused.  Returns 0 or
  * -errno; the descriptor is closed either way.
  */
-int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
+int agile__shmfile_open_rw(const struct agile_shmfile_type *type,
                           const char *path, void **map, char *replaced_why,
                           size_t why_len);
 
@@ -72,26 +72,26 @@ int agile_shmfile_open_rw(const struct agile_shmfile_type *type,
  * -ENOENT when absent, -EPERM with `why` when it is not a regular file of
  * the real user's, -EINVAL with `why` when rejected, or another -errno.
  */
-int agile_shmfile_open_ro(const struct agile_shmfile_type *type,
+int agile__shmfile_open_ro(const struct agile_shmfile_type *type,
                           const char *path, void **map, size_t *size,
                           char *why, size_t why_len);
 
-/* The reading and judging of agile_shmfile_open_ro, of the file open at
+/* The reading and judging of agile__shmfile_open_ro, of the file open at
  * `fd` whose fstat() gave `file_size`: tests/fuzz/ passes a size larger
  * than the file holds, as if it were truncated after the fstat. */
-int agile_shmfile_read_fd(const struct agile_shmfile_type *type, int fd,
+int agile__shmfile_read_fd(const struct agile_shmfile_type *type, int fd,
                           off_t file_size, void **copy, size_t *size,
                           char *why, size_t why_len);
 
 /* The current boot's id, NUL-padded; an empty string when unreadable (a
  * file written then still matches, which is the best we can do). */
-void agile_shmfile_boot_id(char out[AGILE_SHMFILE_BOOT_ID_MAX]);
+void agile__shmfile_boot_id(char out[AGILE_SHMFILE_BOOT_ID_MAX]);
 
 /* Whether process `pid` exists (a process of another user counts). */
-bool agile_shmfile_pid_alive(int32_t pid);
+bool agile__shmfile_pid_alive(int32_t pid);
 
 /* FNV-1a of a NUL-terminated name: a record's home index in a file's
  * open-addressed table. */
-uint64_t agile_shmfile_name_hash(const char *name);
+uint64_t agile__shmfile_name_hash(const char *name);
 
 #endif /* AGILE_PRELOAD_SHMFILE_H */

@@ -3,7 +3,7 @@
  * file (layout in state.h).
  *
  * The default path is chosen here, for the preload and agilestat alike
- * (agile_state_path): a directory only the real user can write, checked
+ * (agile__state_path): a directory only the real user can write, checked
  * with O_NOFOLLOW and fstat, since anyone may create names in /dev/shm.
  *
  * Nothing here prints or reads the preload's globals: the preload and
@@ -13,7 +13,7 @@
  *
  * Opening, creating and replacing the file is shmfile.c's, shared with the
  * fleet companion file; this file supplies the state file's judge
- * (agile_state_check) and writer (agile_state_format).
+ * (agile__state_check) and writer (agile__state_format).
  */
 #include "config.h"
 
@@ -125,7 +125,7 @@ static int home_path(const char *home, bool create, uid_t uid, char *buf,
 	return 0;
 }
 
-int agile_state_path(const char *state_env, const char *(*home_of)(void),
+int agile__state_path(const char *state_env, const char *(*home_of)(void),
                      bool create, char *buf, size_t len, char *note,
                      size_t note_len)
 {
@@ -191,7 +191,7 @@ static bool bounded_string(const char *s, size_t cap)
 	return memchr(s, '\0', cap) != NULL;
 }
 
-int agile_state_validate(const void *map, size_t size, const char *boot_id,
+int agile__state_validate(const void *map, size_t size, const char *boot_id,
                          char *why, size_t why_len)
 {
 	const struct agile_state_header *h = map;
@@ -238,22 +238,22 @@ int agile_state_validate(const void *map, size_t size, const char *boot_id,
 		     !bounded_string(s->dest, sizeof(s->dest))))
 			REJECT("slot %u has an unterminated name", i);
 		if (st == AGILE_SLOT_READY &&
-		    !agile_resilience_state_valid(&s->resilience))
+		    !agile__resilience_state_valid(&s->resilience))
 			REJECT("slot %u has damaged resilience state", i);
 	}
 #undef REJECT
 	return 0;
 }
 
-int agile_state_check(const void *map, size_t size, char *why, size_t why_len)
+int agile__state_check(const void *map, size_t size, char *why, size_t why_len)
 {
 	char boot_id[AGILE_STATE_BOOT_ID_MAX];
 
-	agile_shmfile_boot_id(boot_id);
-	return agile_state_validate(map, size, boot_id, why, why_len);
+	agile__shmfile_boot_id(boot_id);
+	return agile__state_validate(map, size, boot_id, why, why_len);
 }
 
-void agile_state_close(struct agile_state_map *m)
+void agile__state_close(struct agile_state_map *m)
 {
 	if (m->header != NULL)
 		munmap(m->header, m->size);
@@ -261,7 +261,7 @@ void agile_state_close(struct agile_state_map *m)
 	m->size = 0;
 }
 
-void agile_state_format(void *map, const char *boot_id,
+void agile__state_format(void *map, const char *boot_id,
                         int64_t created_unix_ns)
 {
 	struct agile_state_header *h = map;
@@ -291,8 +291,8 @@ static void format_fresh(void *map)
 	char boot_id[AGILE_SHMFILE_BOOT_ID_MAX];
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	agile_shmfile_boot_id(boot_id);
-	agile_state_format(map, boot_id,
+	agile__shmfile_boot_id(boot_id);
+	agile__state_format(map, boot_id,
 	                   (int64_t)ts.tv_sec * AGILE_NS_PER_S + ts.tv_nsec);
 }
 
@@ -303,15 +303,15 @@ static const struct agile_shmfile_type state_file = {
 	.size = AGILE_STATE_SIZE,
 	.header_size = sizeof(struct agile_state_header),
 	.ro_any_size = true,
-	.validate = agile_state_check,
+	.validate = agile__state_check,
 	.format = format_fresh,
 };
 
-int agile_state_open_rw(const char *path, struct agile_state_map *out,
+int agile__state_open_rw(const char *path, struct agile_state_map *out,
                         char *replaced_why, size_t why_len)
 {
 	void *map;
-	int rc = agile_shmfile_open_rw(&state_file, path, &map, replaced_why,
+	int rc = agile__shmfile_open_rw(&state_file, path, &map, replaced_why,
 	                               why_len);
 
 	if (rc < 0)
@@ -322,12 +322,12 @@ int agile_state_open_rw(const char *path, struct agile_state_map *out,
 	return 0;
 }
 
-int agile_state_open_ro(const char *path, struct agile_state_map *out,
+int agile__state_open_ro(const char *path, struct agile_state_map *out,
                         char *why, size_t why_len)
 {
 	void *map;
 	size_t size;
-	int rc = agile_shmfile_open_ro(&state_file, path, &map, &size, why,
+	int rc = agile__shmfile_open_ro(&state_file, path, &map, &size, why,
 	                               why_len);
 
 	if (rc < 0)
@@ -338,12 +338,12 @@ int agile_state_open_ro(const char *path, struct agile_state_map *out,
 	return 0;
 }
 
-int agile_state_read_fd(int fd, off_t file_size, struct agile_state_map *out,
+int agile__state_read_fd(int fd, off_t file_size, struct agile_state_map *out,
                         char *why, size_t why_len)
 {
 	void *map;
 	size_t size;
-	int rc = agile_shmfile_read_fd(&state_file, fd, file_size, &map, &size,
+	int rc = agile__shmfile_read_fd(&state_file, fd, file_size, &map, &size,
 	                               why, why_len);
 
 	if (rc < 0)
@@ -354,7 +354,7 @@ int agile_state_read_fd(int fd, off_t file_size, struct agile_state_map *out,
 	return 0;
 }
 
-uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
+uint64_t agile__state_config_hash(const struct agile_resolved *resolved,
                                  const char *dest, uint32_t pace,
                                  const struct agile_resilience_config *res)
 {
@@ -369,7 +369,7 @@ uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
 		h = (h ^ (unsigned char)*c) * UINT64_C(1099511628211);
 	h = (h ^ pace) * UINT64_C(1099511628211);
 	if (res != NULL)
-		h = agile_resilience_hash(res, h);
+		h = agile__resilience_hash(res, h);
 	return h;
 }
 
@@ -380,7 +380,7 @@ static int resolve(const struct agile_config *config,
 	return agile_resolve(config, AGILE_KIND_RATE, out);
 }
 
-int agile_state_slot_init(struct agile_state_slot *s, const char *name,
+int agile__state_slot_init(struct agile_state_slot *s, const char *name,
                           const char *dest, uint32_t pace,
                           const struct agile_config *config,
                           const struct agile_resilience_config *res,
@@ -397,12 +397,12 @@ int agile_state_slot_init(struct agile_state_slot *s, const char *name,
 	rc = agile_rate_init(&s->limiter, config, now_ns);
 	if (rc < 0)
 		return rc;
-	rc = agile_resilience_state_init(&s->resilience,
+	rc = agile__resilience_state_init(&s->resilience,
 	                                 res != NULL ? res : &none, config,
 	                                 now_ns);
 	if (rc < 0)
 		return rc;
-	s->config_hash = agile_state_config_hash(&resolved, dest, pace, res);
+	s->config_hash = agile__state_config_hash(&resolved, dest, pace, res);
 	snprintf(s->name, sizeof(s->name), "%s", name);
 	snprintf(s->dest, sizeof(s->dest), "%s", dest);
 	s->pace = pace;
@@ -411,7 +411,7 @@ int agile_state_slot_init(struct agile_state_slot *s, const char *name,
 	return 0;
 }
 
-int agile_state_slot_repair(struct agile_state_slot *s,
+int agile__state_slot_repair(struct agile_state_slot *s,
                             const struct agile_config *config,
                             int64_t now_ns, char *why, size_t why_len)
 {
@@ -433,7 +433,7 @@ int agile_state_slot_repair(struct agile_state_slot *s,
 	 * limiter can be unfinished. */
 	if (seen != AGILE_SLOT_READY &&
 	    ((seen & 0xff) != AGILE_SLOT_INIT ||
-	     agile_shmfile_pid_alive(AGILE_SLOT_INIT_PID(seen))))
+	     agile__shmfile_pid_alive(AGILE_SLOT_INIT_PID(seen))))
 		return 0;
 	if (!agile__cas_u64(&s->state, &seen, mine))
 		return 0;
@@ -461,7 +461,7 @@ int agile_state_slot_repair(struct agile_state_slot *s,
 #define INIT_WAIT_NS (200 * AGILE_NS_PER_MS)
 #define INIT_POLL_NS (1 * AGILE_NS_PER_MS)
 
-/* What a slot is acquired for: agile_state_slot_acquire's arguments. */
+/* What a slot is acquired for: agile__state_slot_acquire's arguments. */
 struct slot_request {
 	const char *name;
 	const char *dest;
@@ -481,7 +481,7 @@ static int claim_and_init(struct agile_state_slot *s, uint64_t seen,
 
 	if (!agile__cas_u64(&s->state, &seen, mine))
 		return -EAGAIN;
-	rc = agile_state_slot_init(s, q->name, q->dest, q->pace, q->config,
+	rc = agile__state_slot_init(s, q->name, q->dest, q->pace, q->config,
 	                           q->res, q->now_ns, q->now_unix_ns);
 	/* A slot that cannot be initialised goes back to FREE, never stays
 	 * claimed. */
@@ -503,7 +503,7 @@ static int wait_initialised(struct agile_state_slot *s, int64_t *waited,
 
 		*state = agile__load_u64(&s->state);
 		if ((*state & 0xff) != AGILE_SLOT_INIT ||
-		    !agile_shmfile_pid_alive(AGILE_SLOT_INIT_PID(*state)))
+		    !agile__shmfile_pid_alive(AGILE_SLOT_INIT_PID(*state)))
 			return 0;
 		if (*waited >= INIT_WAIT_NS)
 			return -EBUSY;
@@ -518,7 +518,7 @@ static bool other_live_pid(const struct agile_state_slot *s, int32_t self,
 	for (int i = 0; i < AGILE_STATE_PIDS; i++) {
 		int32_t pid = __atomic_load_n(&s->pids[i], __ATOMIC_ACQUIRE);
 
-		if (pid != 0 && pid != self && agile_shmfile_pid_alive(pid)) {
+		if (pid != 0 && pid != self && agile__shmfile_pid_alive(pid)) {
 			*other = pid;
 			return true;
 		}
@@ -545,7 +545,7 @@ static struct agile_state_slot *reclaimable(const struct agile_state_map *m)
 		int64_t tick = agile__load_i64(&s->last_tick_unix_ns);
 
 		if (agile__load_u64(&s->state) != AGILE_SLOT_READY ||
-		    agile_state_slot_live_pids(s, pids, AGILE_STATE_PIDS) > 0)
+		    agile__state_slot_live_pids(s, pids, AGILE_STATE_PIDS) > 0)
 			continue;
 		if (best == NULL || tick < best_tick) {
 			best = s;
@@ -555,7 +555,7 @@ static struct agile_state_slot *reclaimable(const struct agile_state_map *m)
 	return best;
 }
 
-int agile_state_slot_acquire(const struct agile_state_map *m,
+int agile__state_slot_acquire(const struct agile_state_map *m,
                              const char *name, const char *dest,
                              uint32_t pace, const struct agile_config *config,
                              const struct agile_resilience_config *res,
@@ -564,7 +564,7 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 {
 	const struct slot_request q = { name, dest, pace, config, res, now_ns,
 	                                now_unix_ns };
-	unsigned int start = (unsigned int)(agile_shmfile_name_hash(name) %
+	unsigned int start = (unsigned int)(agile__shmfile_name_hash(name) %
 	                                      AGILE_STATE_SLOTS);
 	struct agile_state_slot *takeover;
 	struct agile_resolved resolved;
@@ -574,7 +574,7 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
 
 	if (rc < 0)
 		return rc;
-	hash = agile_state_config_hash(&resolved, dest, pace, res);
+	hash = agile__state_config_hash(&resolved, dest, pace, res);
 again:
 	takeover = NULL;
 	beside = false;
@@ -655,7 +655,7 @@ take_over:
 	return AGILE_SLOT_RECONFIGURED;
 }
 
-struct agile_state_slot *agile_state_stricter(const struct agile_state_map *m,
+struct agile_state_slot *agile__state_stricter(const struct agile_state_map *m,
                                               const struct agile_state_slot *s,
                                               double max_rate)
 {
@@ -674,7 +674,7 @@ struct agile_state_slot *agile_state_stricter(const struct agile_state_map *m,
 		 * core takes grants from whatever the bucket holds. */
 		max = agile_rate_config(&x->limiter)->max_rate;
 		if (!(max > 0 && max < best_max) ||
-		    agile_state_slot_live_pids(x, pids, AGILE_STATE_PIDS) == 0)
+		    agile__state_slot_live_pids(x, pids, AGILE_STATE_PIDS) == 0)
 			continue;
 		best = x;
 		best_max = max;
@@ -682,7 +682,7 @@ struct agile_state_slot *agile_state_stricter(const struct agile_state_map *m,
 	return best;
 }
 
-void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid)
+void agile__state_slot_attach_pid(struct agile_state_slot *s, int32_t pid)
 {
 	int free_index = -1;
 
@@ -692,13 +692,13 @@ void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid)
 		if (cur == pid)
 			return;
 		if (free_index < 0 &&
-		    (cur == 0 || !agile_shmfile_pid_alive(cur)))
+		    (cur == 0 || !agile__shmfile_pid_alive(cur)))
 			free_index = i;
 	}
 	for (int i = free_index; i >= 0 && i < AGILE_STATE_PIDS; i++) {
 		int32_t cur = __atomic_load_n(&s->pids[i], __ATOMIC_ACQUIRE);
 
-		if ((cur == 0 || !agile_shmfile_pid_alive(cur)) &&
+		if ((cur == 0 || !agile__shmfile_pid_alive(cur)) &&
 		    __atomic_compare_exchange_n(&s->pids[i], &cur, pid, false,
 		                                __ATOMIC_ACQ_REL,
 		                                __ATOMIC_ACQUIRE))
@@ -708,7 +708,7 @@ void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid)
 	 * agilestat's count a lower bound. */
 }
 
-int agile_state_slot_live_pids(const struct agile_state_slot *s,
+int agile__state_slot_live_pids(const struct agile_state_slot *s,
                                int32_t *pids, int cap)
 {
 	int n = 0;
@@ -716,7 +716,7 @@ int agile_state_slot_live_pids(const struct agile_state_slot *s,
 	for (int i = 0; i < AGILE_STATE_PIDS; i++) {
 		int32_t pid = __atomic_load_n(&s->pids[i], __ATOMIC_ACQUIRE);
 
-		if (agile_shmfile_pid_alive(pid)) {
+		if (agile__shmfile_pid_alive(pid)) {
 			if (n < cap)
 				pids[n] = pid;
 			n++;
@@ -725,7 +725,7 @@ int agile_state_slot_live_pids(const struct agile_state_slot *s,
 	return n;
 }
 
-void agile_state_slot_append_tick(struct agile_state_slot *s,
+void agile__state_slot_append_tick(struct agile_state_slot *s,
                                   int64_t now_unix_ns)
 {
 	struct agile_stats stats;

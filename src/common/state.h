@@ -19,10 +19,10 @@
  * never trusted: the preload renames a fresh file into its place.  A slot's
  * limiter is checked on its own, when a process attaches to it and before
  * each grant it takes, and one that fails is re-initialised in place
- * (agile_state_slot_repair), so the other slots keep their state.
+ * (agile__state_slot_repair), so the other slots keep their state.
  *
  * Default path (one file per user, mode 0600, in a directory only that user
- * can write; agile_state_path): /run/user/<uid>/agilepreload.state, else
+ * can write; agile__state_path): /run/user/<uid>/agilepreload.state, else
  * /dev/shm/agilepreload-<uid>/state, else, when another user made that
  * directory first, ~/.cache/agilepreload/state; or the path in
  * AGILE_STATE.  What the file trusts and who may write it: SECURITY in
@@ -183,7 +183,7 @@ struct agile_state_map {
 };
 
 /* Slot i of a mapped file.  By this build's sizes, which a file must
- * state exactly to be used (agile_state_validate), never by the header's
+ * state exactly to be used (agile__state_validate), never by the header's
  * fields: any process of the user's can overwrite those under a mapping
  * in use, and a slot found through them could lie outside it. */
 static inline struct agile_state_slot *
@@ -216,7 +216,7 @@ agile_state_slot(const struct agile_state_map *m, unsigned int i)
  * say.  Returns 0, or -errno when no place is usable (`buf` then holds the
  * /dev/shm path, for messages, and `note` why).
  */
-int agile_state_path(const char *state_env, const char *(*home_of)(void),
+int agile__state_path(const char *state_env, const char *(*home_of)(void),
                      bool create, char *buf, size_t len, char *note,
                      size_t note_len);
 
@@ -226,16 +226,16 @@ int agile_state_path(const char *state_env, const char *(*home_of)(void),
  * ("bad magic", "version 2, this build reads 1", "written before the last
  * reboot", ...).
  */
-int agile_state_check(const void *map, size_t size, char *why, size_t why_len);
+int agile__state_check(const void *map, size_t size, char *why, size_t why_len);
 
 /*
- * The whole of agile_state_check but the reading of the boot id, which the
+ * The whole of agile__state_check but the reading of the boot id, which the
  * caller passes (NUL-terminated, at most AGILE_STATE_BOOT_ID_MAX - 1
  * characters; "" when /proc is unreadable).  It reads only the `size` bytes
  * at `map`, whatever they hold, and nothing else: tests/fuzz/fuzz_state.c
  * drives it with arbitrary bytes in a plain buffer.
  */
-int agile_state_validate(const void *map, size_t size, const char *boot_id,
+int agile__state_validate(const void *map, size_t size, const char *boot_id,
                          char *why, size_t why_len);
 
 /*
@@ -243,42 +243,42 @@ int agile_state_validate(const void *map, size_t size, const char *boot_id,
  * whose slots the caller has zeroed) for the boot `boot_id`, marking it
  * ready last.
  */
-void agile_state_format(void *map, const char *boot_id,
+void agile__state_format(void *map, const char *boot_id,
                         int64_t created_unix_ns);
 
 /*
  * Map the state file read-write for the preload, creating it when absent and
- * replacing it when agile_state_check rejects it.  The descriptor is closed
+ * replacing it when agile__state_check rejects it.  The descriptor is closed
  * before returning.  *replaced_why is set to the reason when a file was
  * replaced ("" otherwise).  Returns 0 or -errno (EACCES, ENOSPC, EPERM for a
  * file owned by another user, ...).
  */
-int agile_state_open_rw(const char *path, struct agile_state_map *out,
+int agile__state_open_rw(const char *path, struct agile_state_map *out,
                         char *replaced_why, size_t why_len);
 
 /* A private read-only copy of an existing state file (agilestat), read
- * with pread and never mapped shared (agile_shmfile_open_ro says why).
+ * with pread and never mapped shared (agile__shmfile_open_ro says why).
  * -ENOENT when absent, -EPERM with `why` when another user's, -EINVAL with
  * `why` when rejected. */
-int agile_state_open_ro(const char *path, struct agile_state_map *out,
+int agile__state_open_ro(const char *path, struct agile_state_map *out,
                         char *why, size_t why_len);
 
 /* The same of the file open at `fd` whose fstat() gave `file_size`
  * (tests/fuzz/fuzz_agilestat.c: a size larger than the file is one
  * truncated while agilestat reads it). */
-int agile_state_read_fd(int fd, off_t file_size, struct agile_state_map *out,
+int agile__state_read_fd(int fd, off_t file_size, struct agile_state_map *out,
                         char *why, size_t why_len);
 
-void agile_state_close(struct agile_state_map *m);
+void agile__state_close(struct agile_state_map *m);
 
 /* The hash that identifies one destination's configuration: the resolved
  * controller configuration, the destination text, the pace and the
  * resilience settings (`res` NULL: none). */
-uint64_t agile_state_config_hash(const struct agile_resolved *resolved,
+uint64_t agile__state_config_hash(const struct agile_resolved *resolved,
                                  const char *dest, uint32_t pace,
                                  const struct agile_resilience_config *res);
 
-/* Result of agile_state_slot_acquire. */
+/* Result of agile__state_slot_acquire. */
 enum agile_slot_result {
 	AGILE_SLOT_ATTACHED = 0, /* found the destination's slot */
 	AGILE_SLOT_CREATED,      /* claimed a free slot and initialised it */
@@ -301,7 +301,7 @@ enum agile_slot_result {
  * share a slot of their own (AGILE_SLOT_BESIDE) rather than each getting a
  * limiter of its own; a slot of the name that no live process uses is
  * taken over instead (AGILE_SLOT_RECONFIGURED).  Where two configurations
- * meet, the stricter ceiling wins: see agile_state_stricter.  When every
+ * meet, the stricter ceiling wins: see agile__state_stricter.  When every
  * slot is taken and none has this configuration, the slot no live process
  * is attached to that ticked longest ago is re-initialised for it
  * (AGILE_SLOT_RECLAIMED): the history of a destination nobody uses is what
@@ -313,7 +313,7 @@ enum agile_slot_result {
  * not finished in a reasonable time), -EINVAL (the config cannot be
  * resolved).
  */
-int agile_state_slot_acquire(const struct agile_state_map *m,
+int agile__state_slot_acquire(const struct agile_state_map *m,
                              const char *name, const char *dest,
                              uint32_t pace, const struct agile_config *config,
                              const struct agile_resilience_config *res,
@@ -333,7 +333,7 @@ int agile_state_slot_acquire(const struct agile_state_map *m,
  * another live process is repairing it; -EINVAL when the configuration
  * cannot be resolved.
  */
-int agile_state_slot_repair(struct agile_state_slot *s,
+int agile__state_slot_repair(struct agile_state_slot *s,
                             const struct agile_config *config,
                             int64_t now_ns, char *why, size_t why_len);
 
@@ -344,26 +344,26 @@ int agile_state_slot_repair(struct agile_state_slot *s,
  * from both (agile__destinations_take), so where two configurations meet,
  * the stricter ceiling holds for the processes of both.
  */
-struct agile_state_slot *agile_state_stricter(const struct agile_state_map *m,
+struct agile_state_slot *agile__state_stricter(const struct agile_state_map *m,
                                               const struct agile_state_slot *s,
                                               double max_rate);
 
 /* Initialise a slot outside any file (the per-process fallback). */
-int agile_state_slot_init(struct agile_state_slot *s, const char *name,
+int agile__state_slot_init(struct agile_state_slot *s, const char *name,
                           const char *dest, uint32_t pace,
                           const struct agile_config *config,
                           const struct agile_resilience_config *res,
                           int64_t now_ns, int64_t now_unix_ns);
 
 /* Record `pid` among the slot's attached processes (replacing a dead one). */
-void agile_state_slot_attach_pid(struct agile_state_slot *s, int32_t pid);
+void agile__state_slot_attach_pid(struct agile_state_slot *s, int32_t pid);
 
 /* Number of attached processes still alive; their pids into `pids`. */
-int agile_state_slot_live_pids(const struct agile_state_slot *s,
+int agile__state_slot_live_pids(const struct agile_state_slot *s,
                                int32_t *pids, int cap);
 
 /* Append one tick to the history ring (only the tick winner calls it). */
-void agile_state_slot_append_tick(struct agile_state_slot *s,
+void agile__state_slot_append_tick(struct agile_state_slot *s,
                                   int64_t now_unix_ns);
 
 #endif /* AGILE_PRELOAD_STATE_H */

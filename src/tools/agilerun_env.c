@@ -123,9 +123,9 @@ int agilerun_apply_spec(const char *spec)
 				(char)tolower((unsigned char)name[i]);
 		spec_count++;
 	}
-	agile_rule_var(name, var, sizeof(var));
+	agile__rule_var(name, var, sizeof(var));
 
-	problems = agile_rule_parse(var, name, eq + 1, &rule, print_problem,
+	problems = agile__rule_parse(var, name, eq + 1, &rule, print_problem,
 	                            NULL);
 	if (agile_fleet_rule_any(&rule.fleet))
 		fleet_specs++;
@@ -155,7 +155,7 @@ int agilerun_check_redis(void)
 		      fleet_specs == 1 ? "" : "s");
 		return 1;
 	}
-	if (agile_redis_url_parse(url, &addr, why, sizeof(why)) < 0) {
+	if (agile__redis_url_parse(url, &addr, why, sizeof(why)) < 0) {
 		warnx("AGILE_REDIS: %s", why);
 		return 1;
 	}

@@ -76,7 +76,7 @@ static void watch(const char *path, unsigned int seconds)
 	while (!stop_watch) {
 		struct agile_state_map m = { 0 };
 		time_t now = time(NULL);
-		int rc = agile_state_open_ro(path, &m, why, sizeof(why));
+		int rc = agile__state_open_ro(path, &m, why, sizeof(why));
 
 		/* Home the cursor and clear: refresh in place. */
 		printf("\033[H\033[2J");
@@ -109,7 +109,7 @@ static void watch(const char *path, unsigned int seconds)
 				sparkline("rate", rate, count, "/s", 1);
 				sparkline("p99", p99, count, "ms", 1e-6);
 			}
-			agile_state_close(&m);
+			agile__state_close(&m);
 		}
 		fflush(stdout);
 		sleep(seconds);
@@ -156,7 +156,7 @@ static int serve_render(const char *path, enum agilestat_document doc,
 		[AGILESTAT_DOC_HISTORY] = OUT_HISTORY,
 	};
 	struct agile_state_map m = { 0 };
-	int rc = agile_state_open_ro(path, &m, why, why_len);
+	int rc = agile__state_open_ro(path, &m, why, why_len);
 
 	if (rc == -ENOENT) {
 		emit(NULL, path, outputs[doc]);
@@ -168,7 +168,7 @@ static int serve_render(const char *path, enum agilestat_document doc,
 		return rc;
 	}
 	emit(&m, path, outputs[doc]);
-	agile_state_close(&m);
+	agile__state_close(&m);
 	return 0;
 }
 
@@ -187,7 +187,7 @@ static void default_path(char *path, size_t len)
 {
 	char note[512];
 
-	if (agile_state_path(getenv("AGILE_STATE"), home_of_user, false, path,
+	if (agile__state_path(getenv("AGILE_STATE"), home_of_user, false, path,
 	                     len, note, sizeof(note)) < 0)
 		errx(1, "no usable state file location: %s", note);
 	if (note[0] != '\0')
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
 		watch(path, watch_seconds);
 		return 0;
 	}
-	rc = agile_state_open_ro(path, &m, why, sizeof(why));
+	rc = agile__state_open_ro(path, &m, why, sizeof(why));
 	agilestat_text(path, shown_path, sizeof(shown_path));
 	if (rc == -ENOENT)
 		errx(1, "%s: no state file (no program has used a configured "
@@ -303,7 +303,7 @@ int main(int argc, char **argv)
 	if (rc < 0)
 		errx(1, "%s: %s", shown_path, strerror(-rc));
 	emit(&m, path, output);
-	agile_state_close(&m);
+	agile__state_close(&m);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		err(1, "stdout");
 	return 0;

@@ -43,14 +43,14 @@ void agilestat_fleet_open(const char *state_path)
 	char path[4200], why[160];
 
 	agilestat_fleet_close();
-	agile_fleet_path(state_path, path, sizeof(path));
-	if (agile_fleet_open_ro(path, &map, why, sizeof(why)) < 0)
+	agile__fleet_path(state_path, path, sizeof(path));
+	if (agile__fleet_open_ro(path, &map, why, sizeof(why)) < 0)
 		map.header = NULL;
 }
 
 void agilestat_fleet_close(void)
 {
-	agile_fleet_close(&map);
+	agile__fleet_close(&map);
 }
 
 static const char *mode_name(uint32_t mode, int64_t fleet_max)
@@ -77,7 +77,7 @@ static bool read_record(const struct agile_state_slot *s, struct reading *r)
 	int64_t mono;
 
 	if (map.header == NULL ||
-	    (rec = agile_fleet_record_find(&map, s->name)) == NULL)
+	    (rec = agile__fleet_record_find(&map, s->name)) == NULL)
 		return false;
 	memset(r, 0, sizeof(*r));
 	r->mode = mode_name(LOAD(&rec->mode), LOAD(&rec->fleet_max));

@@ -73,9 +73,9 @@ static void read_region(const struct agile_state_slot *s, struct reading *r)
 
 	memset(r, 0, sizeof(*r));
 	r->features = __atomic_load_n(&z->features, __ATOMIC_ACQUIRE);
-	r->conc_name = agile_resilience_conc_name(z);
+	r->conc_name = agile__resilience_conc_name(z);
 	r->conc_limit = __atomic_load_n(&z->conc_limit, __ATOMIC_ACQUIRE);
-	r->conc_held = agile_resilience_permits_held(z);
+	r->conc_held = agile__resilience_permits_held(z);
 	r->conc_admitted = u64(&z->conc_admitted);
 	r->conc_waited = u64(&z->conc_waited);
 	r->conc_timeouts = u64(&z->conc_timeouts);
@@ -299,7 +299,7 @@ void agilestat_resilience_config(const struct agile_state_slot *s)
 
 		printf("  concurrency adaptive: min=%.0f initial=%.0f max=%.0f "
 		       "law=%s\n", c->min_rate, c->initial_rate, c->max_rate,
-		       agile_resilience_conc_name(&s->resilience));
+		       agile__resilience_conc_name(&s->resilience));
 	}
 	seed_knobs_config(s, features);
 	if (!(features & AGILE_FEATURE_CLIENTS))

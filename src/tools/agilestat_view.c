@@ -60,7 +60,7 @@ static void read_view(const struct agile_state_slot *s,
 		snprintf(v->damage, sizeof(v->damage), "%s", why.message);
 		memset(&v->stats, 0, sizeof(v->stats));
 	}
-	v->live = agile_state_slot_live_pids(s, v->pids, AGILE_STATE_PIDS);
+	v->live = agile__state_slot_live_pids(s, v->pids, AGILE_STATE_PIDS);
 	v->connects = load_u64(&s->connects);
 	v->unreachable = load_u64(&s->unreachable);
 	v->truncated = load_u64(&s->truncated);

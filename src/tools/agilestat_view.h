@@ -5,8 +5,8 @@
  *
  * Apart from agilestat.c's options and --watch loop, so that
  * tests/fuzz/fuzz_agilestat.c drives exactly what agilestat does with a
- * hostile file.  Everything here reads a mapping that agile_state_open_ro
- * (or agile_state_read_fd) accepted, and prints to stdout.
+ * hostile file.  Everything here reads a mapping that agile__state_open_ro
+ * (or agile__state_read_fd) accepted, and prints to stdout.
  */
 #ifndef AGILESTAT_VIEW_H
 #define AGILESTAT_VIEW_H

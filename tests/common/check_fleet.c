@@ -29,7 +29,7 @@ static struct agile_resp nodes[16];
 
 static ssize_t parse(const char *text, size_t *used)
 {
-	return agile_resp_parse(text, strlen(text), nodes, 16, used);
+	return agile__resp_parse(text, strlen(text), nodes, 16, used);
 }
 
 START_TEST(resp_command)
@@ -39,7 +39,7 @@ START_TEST(resp_command)
 	const char *argv[] = { "EVALSHA", "ab", "" };
 	const size_t lens[] = { (size_t)-1, (size_t)-1, (size_t)-1 };
 
-	ck_assert_int_eq(agile_resp_command(buf, sizeof(buf), &used, 3, argv,
+	ck_assert_int_eq(agile__resp_command(buf, sizeof(buf), &used, 3, argv,
 	                                    lens), 0);
 	ck_assert_uint_eq(used, strlen("*3\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$0\r\n\r\n"));
 	ck_assert(memcmp(buf, "*3\r\n$7\r\nEVALSHA\r\n$2\r\nab\r\n$0\r\n\r\n",
@@ -50,10 +50,10 @@ START_TEST(resp_command)
 		const size_t three[] = { 3 };
 		size_t at = used;
 
-		ck_assert_int_eq(agile_resp_command(buf, sizeof(buf), &at, 1,
+		ck_assert_int_eq(agile__resp_command(buf, sizeof(buf), &at, 1,
 		                                    bin, three), 0);
 		ck_assert(memcmp(buf + used, "*1\r\n$3\r\na\0b\r\n", at - used) == 0);
-		ck_assert_int_eq(agile_resp_command(buf, at + 4, &at, 1, bin,
+		ck_assert_int_eq(agile__resp_command(buf, at + 4, &at, 1, bin,
 		                                    three), -ENOSPC);
 	}
 }
@@ -75,11 +75,11 @@ START_TEST(resp_scalars)
 	ck_assert_int_eq(parse("$-1\r\n", &used), 5);
 	ck_assert_int_eq(nodes[0].type, AGILE_RESP_NIL);
 	ck_assert_int_eq(parse("-NOSCRIPT No matching script\r\n", &used), 30);
-	ck_assert(agile_resp_is_error(&nodes[0], "NOSCRIPT"));
-	ck_assert(!agile_resp_is_error(&nodes[0], "NOSCRIPTS"));
-	ck_assert(!agile_resp_is_error(&nodes[0], "NO"));
+	ck_assert(agile__resp_is_error(&nodes[0], "NOSCRIPT"));
+	ck_assert(!agile__resp_is_error(&nodes[0], "NOSCRIPTS"));
+	ck_assert(!agile__resp_is_error(&nodes[0], "NO"));
 	ck_assert_int_eq(parse("-MOVED 3999 127.0.0.1:6381\r\n", &used), 28);
-	ck_assert(agile_resp_is_error(&nodes[0], "MOVED"));
+	ck_assert(agile__resp_is_error(&nodes[0], "MOVED"));
 }
 END_TEST
 
@@ -98,13 +98,13 @@ START_TEST(resp_array)
 	ck_assert_uint_eq(used, 7);
 	ck_assert_int_eq(nodes[0].type, AGILE_RESP_ARRAY);
 	ck_assert_uint_eq(nodes[0].count, 6);
-	ck_assert_int_eq(agile_resp_int64(&nodes[0].element[0], &i), 0);
+	ck_assert_int_eq(agile__resp_int64(&nodes[0].element[0], &i), 0);
 	ck_assert_int_eq(i, 10);
-	ck_assert_int_eq(agile_resp_double(&nodes[0].element[2], &d), 0);
+	ck_assert_int_eq(agile__resp_double(&nodes[0].element[2], &d), 0);
 	ck_assert_double_eq_tol(d, 1000.0, 1e-9);
-	ck_assert_int_eq(agile_resp_double(&nodes[0].element[5], &d), 0);
+	ck_assert_int_eq(agile__resp_double(&nodes[0].element[5], &d), 0);
 	ck_assert_double_eq_tol(d, 60.0, 1e-9);
-	ck_assert_int_eq(agile_resp_int64(&nodes[0].element[1], &i), -EINVAL);
+	ck_assert_int_eq(agile__resp_int64(&nodes[0].element[1], &i), -EINVAL);
 	/* Nested arrays, and an empty one. */
 	ck_assert_int_eq(parse("*2\r\n*1\r\n:1\r\n*0\r\n", &used), 16);
 	ck_assert_uint_eq(used, 4);
@@ -121,9 +121,9 @@ START_TEST(resp_every_prefix)
 	size_t len = strlen(reply), used;
 
 	for (size_t n = 0; n < len; n++)
-		ck_assert_msg(agile_resp_parse(reply, n, nodes, 16, &used) == 0,
+		ck_assert_msg(agile__resp_parse(reply, n, nodes, 16, &used) == 0,
 		              "prefix of %zu bytes", n);
-	ck_assert_int_eq(agile_resp_parse(reply, len, nodes, 16, &used),
+	ck_assert_int_eq(agile__resp_parse(reply, len, nodes, 16, &used),
 	                 (ssize_t)len);
 }
 END_TEST
@@ -153,7 +153,7 @@ static char why[256];
 static int url(const char *text)
 {
 	why[0] = '\0';
-	return agile_redis_url_parse(text, &addr, why, sizeof(why));
+	return agile__redis_url_parse(text, &addr, why, sizeof(why));
 }
 
 START_TEST(redis_url_tcp)
@@ -177,7 +177,7 @@ START_TEST(redis_url_tcp)
 	ck_assert_str_eq(addr.username, "agile");
 	ck_assert_str_eq(addr.password, "pw");
 	ck_assert_str_eq(addr.host, "::1");
-	agile_redis_addr_format(&addr, text, sizeof(text));
+	agile__redis_addr_format(&addr, text, sizeof(text));
 	ck_assert_str_eq(text, "[::1]:6380");
 }
 END_TEST
@@ -192,7 +192,7 @@ START_TEST(redis_url_unix)
 	ck_assert_str_eq(addr.path, "/tmp/r.sock");
 	ck_assert_int_eq(addr.db, 2);
 	ck_assert_int_eq(url("redis+unix:///tmp/r.sock"), 0);
-	agile_redis_addr_format(&addr, text, sizeof(text));
+	agile__redis_addr_format(&addr, text, sizeof(text));
 	ck_assert_str_eq(text, "unix:/tmp/r.sock");
 }
 END_TEST
@@ -234,7 +234,7 @@ static void collect(const char *message, void *arg)
 static int rule_of(const char *value)
 {
 	said_count = 0;
-	return agile_rule_parse("AGILE_DEST_API", "api", value, &rule, collect,
+	return agile__rule_parse("AGILE_DEST_API", "api", value, &rule, collect,
 	                        NULL);
 }
 
@@ -351,40 +351,40 @@ START_TEST(file_create_and_records)
 	struct agile_fleet_record *a, *b, *c;
 	char host[AGILE_FLEET_HOST_ID_MAX];
 
-	ck_assert_int_eq(agile_fleet_open_rw(path, &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(agile__fleet_open_rw(path, &m, why, sizeof(why)), 0);
 	ck_assert_str_eq(why, "");
 	ck_assert(m.header->host_id[0] != '\0');
 	snprintf(host, sizeof(host), "%s", m.header->host_id);
-	ck_assert_int_eq(agile_fleet_record_acquire(&m, "api", 7, &a), 0);
+	ck_assert_int_eq(agile__fleet_record_acquire(&m, "api", 7, &a), 0);
 	ck_assert_str_eq(a->name, "api");
 	a->admits = 5;
 	/* Same name and settings: the same record, counters kept. */
-	ck_assert_int_eq(agile_fleet_record_acquire(&m, "api", 7, &b), 0);
+	ck_assert_int_eq(agile__fleet_record_acquire(&m, "api", 7, &b), 0);
 	ck_assert_ptr_eq(a, b);
 	ck_assert_uint_eq(b->admits, 5);
 	/* Other settings: the record is made again. */
-	ck_assert_int_eq(agile_fleet_record_acquire(&m, "api", 8, &b), 0);
+	ck_assert_int_eq(agile__fleet_record_acquire(&m, "api", 8, &b), 0);
 	ck_assert_ptr_eq(a, b);
 	ck_assert_uint_eq(b->admits, 0);
-	ck_assert_int_eq(agile_fleet_record_acquire(&m, "db", 7, &c), 0);
+	ck_assert_int_eq(agile__fleet_record_acquire(&m, "db", 7, &c), 0);
 	ck_assert_ptr_ne(a, c);
 	/* A second mapping (another process) sees the same host id and
 	 * records. */
-	ck_assert_int_eq(agile_fleet_open_rw(path, &again, why, sizeof(why)), 0);
+	ck_assert_int_eq(agile__fleet_open_rw(path, &again, why, sizeof(why)), 0);
 	ck_assert_str_eq(again.header->host_id, host);
-	ck_assert_ptr_nonnull(agile_fleet_record_find(&again, "db"));
-	ck_assert_ptr_null(agile_fleet_record_find(&again, "nope"));
-	agile_fleet_close(&again);
+	ck_assert_ptr_nonnull(agile__fleet_record_find(&again, "db"));
+	ck_assert_ptr_null(agile__fleet_record_find(&again, "nope"));
+	agile__fleet_close(&again);
 	/* Full: every record taken. */
 	for (int i = 0; i < AGILE_FLEET_RECORDS - 2; i++) {
 		char name[16];
 
 		snprintf(name, sizeof(name), "d%d", i);
-		ck_assert_int_eq(agile_fleet_record_acquire(&m, name, 1, &c), 0);
+		ck_assert_int_eq(agile__fleet_record_acquire(&m, name, 1, &c), 0);
 	}
-	ck_assert_int_eq(agile_fleet_record_acquire(&m, "one-more", 1, &c),
+	ck_assert_int_eq(agile__fleet_record_acquire(&m, "one-more", 1, &c),
 	                 -ENOSPC);
-	agile_fleet_close(&m);
+	agile__fleet_close(&m);
 }
 END_TEST
 
@@ -396,13 +396,13 @@ START_TEST(file_corrupt_replaced)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "garbage", 7), 7);
 	close(fd);
-	ck_assert_int_eq(agile_fleet_open_ro(path, &m, why, sizeof(why)),
+	ck_assert_int_eq(agile__fleet_open_ro(path, &m, why, sizeof(why)),
 	                 -EINVAL);
-	ck_assert_int_eq(agile_fleet_open_rw(path, &m, why, sizeof(why)), 0);
+	ck_assert_int_eq(agile__fleet_open_rw(path, &m, why, sizeof(why)), 0);
 	ck_assert_msg(strstr(why, "size 7 bytes") != NULL, "%s", why);
-	agile_fleet_close(&m);
-	ck_assert_int_eq(agile_fleet_open_ro(path, &m, why, sizeof(why)), 0);
-	agile_fleet_close(&m);
+	agile__fleet_close(&m);
+	ck_assert_int_eq(agile__fleet_open_ro(path, &m, why, sizeof(why)), 0);
+	agile__fleet_close(&m);
 }
 END_TEST
 

@@ -47,14 +47,14 @@ static struct agile_state_resilience *slot(const char *value)
 
 	messages = 0;
 	if (value[0] == ':')
-		errors = agile_listen_parse("AGILE_LISTEN_WEB", "web", value,
+		errors = agile__listen_parse("AGILE_LISTEN_WEB", "web", value,
 		                            &rule, collect, NULL);
 	else
-		errors = agile_rule_parse("AGILE_DEST_API", "API", value, &rule,
+		errors = agile__rule_parse("AGILE_DEST_API", "API", value, &rule,
 		                          collect, NULL);
 	ck_assert_msg(errors == 0, "\"%s\": %d errors, first: %s", value,
 	              errors, first_message);
-	ck_assert_int_eq(agile_resilience_state_init(&zone, &rule.resilience,
+	ck_assert_int_eq(agile__resilience_state_init(&zone, &rule.resilience,
 	                                             &rule.config, 0), 0);
 	return &zone;
 }
@@ -334,7 +334,7 @@ static void retry_waits(const char *value, int64_t out[3])
 	struct agile_backoff b;
 
 	slot(value);
-	agile_resilience_backoff(&rule.resilience, &b);
+	agile__resilience_backoff(&rule.resilience, &b);
 	ck_assert_int_eq(b.attempts, 4);
 	/* The slot keeps what the connect hook uses, for agilestat. */
 	ck_assert_mem_eq(&zone.retry_backoff, &b, sizeof(b));

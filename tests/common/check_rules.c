@@ -33,14 +33,14 @@ struct messages msgs;
 int parse(const char *value)
 {
 	memset(&msgs, 0, sizeof(msgs));
-	return agile_rule_parse("AGILE_DEST_API", "API", value, &rule, collect,
+	return agile__rule_parse("AGILE_DEST_API", "API", value, &rule, collect,
 	                        &msgs);
 }
 
 int parse_listen(const char *value)
 {
 	memset(&msgs, 0, sizeof(msgs));
-	return agile_listen_parse("AGILE_LISTEN_WEB", "web", value, &rule,
+	return agile__listen_parse("AGILE_LISTEN_WEB", "web", value, &rule,
 	                          collect, &msgs);
 }
 
@@ -139,19 +139,19 @@ struct agile_rules rules;
 int parse_env(char *const *envp)
 {
 	memset(&msgs, 0, sizeof(msgs));
-	return agile_rules_parse(envp, &rules, collect, &msgs);
+	return agile__rules_parse(envp, &rules, collect, &msgs);
 }
 
 int match4(const char *addr, int port)
 {
 	socklen_t len = inet4(addr, port);
-	return agile_rules_match(&rules, (struct sockaddr *)&ss, len);
+	return agile__rules_match(&rules, (struct sockaddr *)&ss, len);
 }
 
 int match6(const char *addr, int port)
 {
 	socklen_t len = inet6(addr, port);
-	return agile_rules_match(&rules, (struct sockaddr *)&ss, len);
+	return agile__rules_match(&rules, (struct sockaddr *)&ss, len);
 }
 
 int rule_named(const char *name)

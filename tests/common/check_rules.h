@@ -74,7 +74,7 @@ socklen_t unix_abstract(const char *name);
 /* Parse an environment into `rules`. */
 extern struct agile_rules rules;
 int parse_env(char *const *envp);
-/* agile_rules_match of an address in `rules`. */
+/* agile__rules_match of an address in `rules`. */
 int match4(const char *addr, int port);
 int match6(const char *addr, int port);
 /* The index of the rule named `name`, which must exist. */

@@ -245,7 +245,7 @@ START_TEST(dest_missing)
 END_TEST
 
 /* A listener is matched by the address its listening socket is bound to
- * (agile_rules_match_listen only looks at address rules), so a host name
+ * (agile__rules_match_listen only looks at address rules), so a host name
  * or a unix: path was accepted and then never matched: the server ran
  * unprotected without a word.  Both are refused, and every message about
  * a listener's address lists the forms a listener takes. */

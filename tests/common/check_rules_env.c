@@ -115,7 +115,7 @@ START_TEST(env_null_and_empty)
 	ck_assert_int_eq(rules.count, 0);
 	ck_assert_int_eq(parse_env(none), 0);
 	ck_assert_int_eq(rules.count, 0);
-	ck_assert_int_eq(agile_rules_match(&rules, NULL, 0), -1);
+	ck_assert_int_eq(agile__rules_match(&rules, NULL, 0), -1);
 }
 END_TEST
 

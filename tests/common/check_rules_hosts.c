@@ -18,10 +18,10 @@ START_TEST(learn_then_match)
 	ck_assert_int_eq(match4("10.0.0.7", 443), rule_named("net"));
 
 	len = inet4("10.0.0.7", 0);
-	agile_rules_learn(&rules, "api.EXAMPLE.com.", (struct sockaddr *)&ss,
+	agile__rules_learn(&rules, "api.EXAMPLE.com.", (struct sockaddr *)&ss,
 	                  len);
 	len = inet6("2001:db8::7", 12345);
-	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
 	ck_assert_int_eq(rules.rule[rule_named("api")].host_addr_count, 2);
 
 	/* A hostname is exact addresses: it beats the /8. */
@@ -44,22 +44,22 @@ START_TEST(learn_ignores_others_and_duplicates)
 	api = &rules.rule[0];
 	api->host_unresolved = true;
 	len = inet4("192.0.2.1", 0);
-	agile_rules_learn(&rules, "other.example.com", (struct sockaddr *)&ss,
+	agile__rules_learn(&rules, "other.example.com", (struct sockaddr *)&ss,
 	                  len);
-	agile_rules_learn(&rules, "api.example.com.evil", (struct sockaddr *)&ss,
+	agile__rules_learn(&rules, "api.example.com.evil", (struct sockaddr *)&ss,
 	                  len);
-	agile_rules_learn(&rules, NULL, (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, NULL, (struct sockaddr *)&ss, len);
 	ck_assert_int_eq(api->host_addr_count, 0);
 	ck_assert(api->host_unresolved);
 
-	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
-	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
 	ck_assert_int_eq(api->host_addr_count, 1);
 	/* The program resolved it after all. */
 	ck_assert(!api->host_unresolved);
 	/* An address family the rules do not know is ignored. */
 	len = unix_path("/x", true);
-	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
 	ck_assert_int_eq(api->host_addr_count, 1);
 }
 END_TEST
@@ -76,7 +76,7 @@ START_TEST(learn_replaces_oldest_when_full)
 	for (int i = 1; i <= AGILE_RULE_HOST_ADDRS + 3; i++) {
 		snprintf(addr, sizeof(addr), "192.0.2.%d", i);
 		len = inet4(addr, 0);
-		agile_rules_learn(&rules, "lb.example.com", (struct sockaddr *)&ss,
+		agile__rules_learn(&rules, "lb.example.com", (struct sockaddr *)&ss,
 		                  len);
 	}
 	ck_assert_int_eq(rules.rule[0].host_addr_count, AGILE_RULE_HOST_ADDRS);
@@ -113,7 +113,7 @@ START_TEST(resolve_hosts_learns_and_flags_failures)
 	ck_assert_int_eq(parse_env(env), 0);
 	fake_calls = 0;
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_rules_resolve_hosts(&rules, fake_resolve, collect,
+	ck_assert_int_eq(agile__rules_resolve_hosts(&rules, fake_resolve, collect,
 	                                           &msgs),
 	                 1);
 	/* Only hostname rules are looked up. */
@@ -135,13 +135,13 @@ START_TEST(resolve_hosts_with_getaddrinfo)
 	char *env[] = { "AGILE_DEST_LOCAL=localhost:80 max=5", NULL };
 
 	ck_assert_int_eq(parse_env(env), 0);
-	ck_assert_int_eq(agile_rules_resolve_hosts(&rules, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(agile__rules_resolve_hosts(&rules, NULL, NULL, NULL), 0);
 	ck_assert_int_gt(rules.rule[0].host_addr_count, 0);
 	ck_assert(!rules.rule[0].host_unresolved);
 	ck_assert_int_eq(match4("127.0.0.1", 80), 0);
 	/* A rule that already has addresses is not looked up again. */
 	fake_calls = 0;
-	ck_assert_int_eq(agile_rules_resolve_hosts(&rules, fake_resolve, NULL,
+	ck_assert_int_eq(agile__rules_resolve_hosts(&rules, fake_resolve, NULL,
 	                                           NULL),
 	                 0);
 	ck_assert_int_eq(fake_calls, 0);

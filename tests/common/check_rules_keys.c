@@ -52,8 +52,8 @@ START_TEST(keys_defaults_are_zero)
 	parse_ok("127.0.0.1:80 max=7");
 	ck_assert_mem_eq(&rule.config, &zero_except_max, sizeof(rule.config));
 	ck_assert_int_eq(rule.pace, AGILE_PACE_REQUEST);
-	ck_assert_str_eq(agile_pace_name(AGILE_PACE_REQUEST), "request");
-	ck_assert_str_eq(agile_pace_name(AGILE_PACE_CONNECT), "connect");
+	ck_assert_str_eq(agile__pace_name(AGILE_PACE_REQUEST), "request");
+	ck_assert_str_eq(agile__pace_name(AGILE_PACE_CONNECT), "connect");
 }
 END_TEST
 
@@ -304,7 +304,7 @@ START_TEST(long_name_is_cut_and_reported)
 	memset(name, 'N', sizeof(name) - 1);
 	name[sizeof(name) - 1] = '\0';
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_N", name,
+	ck_assert_int_eq(agile__rule_parse("AGILE_DEST_N", name,
 	                                  "127.0.0.1:80 max=5", &rule, collect,
 	                                  &msgs),
 	                 1);
@@ -320,7 +320,7 @@ END_TEST
 START_TEST(name_characters_reported)
 {
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_my-api", "my-api",
+	ck_assert_int_eq(agile__rule_parse("AGILE_DEST_my-api", "my-api",
 	                                  "127.0.0.1:80 max=5", &rule, collect,
 	                                  &msgs),
 	                 1);
@@ -329,7 +329,7 @@ START_TEST(name_characters_reported)
 	                 "digits and '_'; agilestat shows it as \"my-api\"");
 	ck_assert(rule.enabled);
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_Api_2", "Api_2",
+	ck_assert_int_eq(agile__rule_parse("AGILE_DEST_Api_2", "Api_2",
 	                                  "127.0.0.1:80 max=5", &rule, collect,
 	                                  &msgs),
 	                 0);
@@ -340,18 +340,18 @@ START_TEST(variable_name_of_a_rule)
 {
 	char var[32];
 
-	ck_assert_int_eq(agile_rule_var("api_v2", var, sizeof(var)), 17);
+	ck_assert_int_eq(agile__rule_var("api_v2", var, sizeof(var)), 17);
 	ck_assert_str_eq(var, "AGILE_DEST_API_V2");
 	/* Cut to fit, and still terminated, like snprintf. */
-	ck_assert_int_eq(agile_rule_var("api_v2", var, 14), 17);
+	ck_assert_int_eq(agile__rule_var("api_v2", var, 14), 17);
 	ck_assert_str_eq(var, "AGILE_DEST_AP");
-	ck_assert_int_eq(agile_rule_var("x", var, 0), 12);
+	ck_assert_int_eq(agile__rule_var("x", var, 0), 12);
 }
 END_TEST
 
 START_TEST(no_callback_is_fine)
 {
-	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_X", "x", "nowhere max=x",
+	ck_assert_int_eq(agile__rule_parse("AGILE_DEST_X", "x", "nowhere max=x",
 	                                  &rule, NULL, NULL),
 	                 2);
 	ck_assert(!rule.enabled);

@@ -32,7 +32,7 @@ START_TEST(duration_units)
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		int64_t ns = -1;
-		ck_assert_msg(agile_parse_duration(good[i].text, &ns) == 0,
+		ck_assert_msg(agile__parse_duration(good[i].text, &ns) == 0,
 		              "%s rejected", good[i].text);
 		ck_assert_msg(ns == good[i].ns, "%s: %lld, expected %lld",
 		              good[i].text, (long long)ns, (long long)good[i].ns);
@@ -50,11 +50,11 @@ START_TEST(duration_rejects)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int64_t ns = 42;
-		ck_assert_msg(agile_parse_duration(bad[i], &ns) == -EINVAL,
+		ck_assert_msg(agile__parse_duration(bad[i], &ns) == -EINVAL,
 		              "\"%s\" accepted", bad[i]);
 		ck_assert_int_eq(ns, 42);
 	}
-	ck_assert_int_eq(agile_parse_duration(NULL, NULL), -EINVAL);
+	ck_assert_int_eq(agile__parse_duration(NULL, NULL), -EINVAL);
 }
 END_TEST
 

@@ -18,7 +18,7 @@ START_TEST(match_exact_ipv4)
 	ck_assert_int_eq(match4("127.0.0.2", 8080), -1);
 	/* A truncated address is no address. */
 	inet4("127.0.0.1", 8080);
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss,
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss,
 	                                   sizeof(struct sockaddr_in) - 1),
 	                 -1);
 }
@@ -126,31 +126,31 @@ START_TEST(match_unix)
 
 	ck_assert_int_eq(parse_env(env), 0);
 	len = unix_path("/run/app.sock", true);
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 rule_named("app"));
 	len = unix_path("/run/app.sock", false);
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 rule_named("app"));
 	len = unix_path("/run/app.sock2", true);
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 -1);
 	len = unix_path("/run/app", true);
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 -1);
 	len = unix_abstract("agile");
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 rule_named("abs"));
 	len = unix_abstract("agile2");
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 -1);
 	/* "@agile" as a path is not the abstract name. */
 	len = unix_path("@agile", true);
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 -1);
 	/* Unix rules never match an inet address, and `*:*` no Unix one. */
 	ck_assert_int_eq(match4("127.0.0.1", 80), rule_named("all"));
 	len = unix_path("/elsewhere", true);
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 -1);
 }
 END_TEST
@@ -160,8 +160,8 @@ END_TEST
 static void remember(struct agile_match_cache *cache, uint64_t generation,
                      socklen_t len)
 {
-	agile_match_cache_put(cache, generation, (struct sockaddr *)&ss, len,
-	                      agile_rules_match(&rules, (struct sockaddr *)&ss,
+	agile__match_cache_put(cache, generation, (struct sockaddr *)&ss, len,
+	                      agile__rules_match(&rules, (struct sockaddr *)&ss,
 	                                        len));
 }
 
@@ -227,24 +227,24 @@ START_TEST(match_cache_keys_and_goes_stale)
 	ck_assert(!held(&cache, generation, len, &dest));
 	/* An AF_UNIX address is never held. */
 	len = unix_path("/x", true);
-	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len, 0);
+	agile__match_cache_put(&cache, generation, (struct sockaddr *)&ss, len, 0);
 	ck_assert(!held(&cache, generation, len, &dest));
 
 	/* The miss of 10.0.0.7:443, then the program resolves the API's
 	 * name to it: the entry is stale, and matching again finds the API. */
 	len = inet4("10.0.0.7", 443);
-	agile_match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
+	agile__match_cache_put(&cache, generation, (struct sockaddr *)&ss, len,
 	                      -1);
-	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
 	ck_assert_uint_gt(agile_rules_generation(&rules), generation);
 	ck_assert(!agile_match_cache_get(&cache, agile_rules_generation(&rules),
 	                                 (struct sockaddr *)&ss, len, &dest));
-	ck_assert_int_eq(agile_rules_match(&rules, (struct sockaddr *)&ss, len),
+	ck_assert_int_eq(agile__rules_match(&rules, (struct sockaddr *)&ss, len),
 	                 rule_named("api"));
 	/* Learning what is known already changes no match: the generation
 	 * stays. */
 	generation = agile_rules_generation(&rules);
-	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
 	ck_assert_uint_eq(agile_rules_generation(&rules), generation);
 	/* A new address for a full list replaces the oldest, which then
 	 * matches nothing: the generation moves on. */
@@ -253,7 +253,7 @@ START_TEST(match_cache_keys_and_goes_stale)
 
 		snprintf(text, sizeof(text), "192.0.2.%d", i + 1);
 		len = inet4(text, 443);
-		agile_rules_learn(&rules, "api.example.com",
+		agile__rules_learn(&rules, "api.example.com",
 		                  (struct sockaddr *)&ss, len);
 	}
 	generation = agile_rules_generation(&rules);
@@ -262,7 +262,7 @@ START_TEST(match_cache_keys_and_goes_stale)
 	ck_assert(held(&cache, generation, len, &dest));
 	ck_assert_int_eq(dest, -1); /* 10.0.0.7 was the oldest: replaced */
 	len = inet4("198.51.100.1", 443);
-	agile_rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
+	agile__rules_learn(&rules, "api.example.com", (struct sockaddr *)&ss, len);
 	ck_assert_uint_gt(agile_rules_generation(&rules), generation);
 }
 END_TEST

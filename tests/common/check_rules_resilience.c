@@ -169,18 +169,18 @@ START_TEST(listen_rules)
 	ck_assert_int_eq(match4("127.0.0.1", 8080), rule_named("api"));
 	ck_assert_int_eq(match4("10.1.2.3", 8080), -1);
 	inet4("127.0.0.1", 8080);
-	ck_assert_int_eq(agile_rules_match_listen(&rules,
+	ck_assert_int_eq(agile__rules_match_listen(&rules,
 	                                          (struct sockaddr *)&ss,
 	                                          sizeof(struct sockaddr_in)),
 	                 rule_named("web"));
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":80 max=5000", &rule, collect,
 	                                    &msgs), 1);
 	ck_assert_said("expected at most 1024 connections at once");
 	/* A goodbye is a client's: proto=redis and proto=postgres mean
 	 * nothing to a listener, which is told so and reads no protocol. */
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":5432 max=50 proto=postgres",
 	                                    &rule, collect, &msgs), 1);
 	ck_assert_str_eq(msgs.line[0], "AGILE_LISTEN_X: key \"proto\": postgres "
@@ -191,41 +191,41 @@ START_TEST(listen_rules)
 	 * unless shed_response= says otherwise, close included, and
 	 * retry_after= then needs no shed_response. */
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":80 max=4 proto=http "
 	                                    "retry_after=1s", &rule, collect,
 	                                    &msgs), 0);
 	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_HTTP);
 	ck_assert_int_eq(rule.resilience.shed_status, 503);
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":80 max=4 proto=http "
 	                                    "shed_response=429", &rule, collect,
 	                                    &msgs), 0);
 	ck_assert_int_eq(rule.resilience.shed_status, 429);
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":80 max=4 proto=http "
 	                                    "shed_response=close", &rule,
 	                                    collect, &msgs), 0);
 	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_CLOSE);
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":80 max=4", &rule, collect,
 	                                    &msgs), 0);
 	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_CLOSE);
 	/* proto=grpc is proto=http whose shed HTTP/2 streams are answered
 	 * with gRPC's UNAVAILABLE (inbound_h2.c), with the same 503
 	 * default. */
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":80 max=4 proto=grpc", &rule,
 	                                    collect, &msgs), 0);
 	ck_assert_uint_eq(rule.resilience.proto, AGILE_PROTO_HTTP);
 	ck_assert_uint_eq(rule.resilience.grpc, 1);
 	ck_assert_uint_eq(rule.resilience.shed_response, AGILE_SHED_HTTP);
 	ck_assert_int_eq(rule.resilience.shed_status, 503);
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_X", "x",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_X", "x",
 	                                    ":80 max=4 proto=http", &rule,
 	                                    collect, &msgs), 0);
 	ck_assert_uint_eq(rule.resilience.grpc, 0);
-	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_X", "x",
+	ck_assert_int_eq(agile__rule_parse("AGILE_DEST_X", "x",
 	                                  "127.0.0.1:80 max=5 proto=grpc",
 	                                  &rule, collect, &msgs), 0);
 	ck_assert_uint_eq(rule.resilience.proto, AGILE_PROTO_HTTP);
@@ -426,7 +426,7 @@ START_TEST(listen_client_keys)
 	ck_assert_str_eq(c->client_header, "");
 	/* A destination has no clients. */
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_rule_parse("AGILE_DEST_API", "api",
+	ck_assert_int_eq(agile__rule_parse("AGILE_DEST_API", "api",
 	                                  "127.0.0.1:80 max=5 client_rate=5",
 	                                  &rule, collect, &msgs), 1);
 	ck_assert_str_eq(msgs.line[0], "AGILE_DEST_API: key \"client_rate\" "
@@ -496,7 +496,7 @@ END_TEST
 static uint32_t web_law(const char *value)
 {
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_WEB", "web", value,
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_WEB", "web", value,
 	                                    &rule, collect, &msgs), 0);
 	ck_assert(rule.inbound && rule.enabled);
 	return rule.resilience.conc_law;
@@ -510,7 +510,7 @@ START_TEST(listen_law)
 	ck_assert_uint_eq(web_law(":8080 max=50 law=vegas"), AGILE_LAW_VEGAS);
 	ck_assert_uint_eq(web_law(":8080 max=50 law=AIMD"), AGILE_LAW_AIMD);
 	memset(&msgs, 0, sizeof(msgs));
-	ck_assert_int_eq(agile_listen_parse("AGILE_LISTEN_WEB", "web",
+	ck_assert_int_eq(agile__listen_parse("AGILE_LISTEN_WEB", "web",
 	                                    ":8080 max=50 law=fast", &rule,
 	                                    collect, &msgs), 1);
 	ck_assert_said("AGILE_LISTEN_WEB: key \"law\": \"fast\" is not valid; "

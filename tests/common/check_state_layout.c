@@ -9,7 +9,7 @@
  * structs (struct agile_rate_limiter's size, and the resilience region's,
  * which ends with libagile's breaker, shedder and concurrency limiter, the
  * last holding the adaptive laws' state) are checked at run time by
- * agile_state_check instead, and here only where they sit relative to each
+ * agile__state_check instead, and here only where they sit relative to each
  * other.
  */
 #include "config.h"

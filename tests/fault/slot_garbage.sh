@@ -2,12 +2,12 @@
 # slot_garbage.sh - garbage written into a live slot's limiter while a real
 # client is being paced through it.
 #
-# The check of the state file (agile_state_validate) covers its header and
+# The check of the state file (agile__state_validate) covers its header and
 # each slot's state word, strings and resilience region; a slot's limiter
 # (configuration, controller, histogram, bucket) is checked on its own
 # (agile_rate_validate), when a process attaches to the slot and before
 # each grant it takes, and re-initialised from the configuration when it
-# fails (agile_state_slot_repair).  Another process of the user, buggy or
+# fails (agile__state_slot_repair).  Another process of the user, buggy or
 # hostile, can write anything there at any moment: the core must compute on
 # it without undefined behaviour until then (the garbage a wider fuzzer
 # found overflowing it is among what is written here), and the preload

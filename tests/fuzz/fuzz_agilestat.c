@@ -1,7 +1,7 @@
 /*
  * fuzz_agilestat.c - libFuzzer harness for agilestat's reader of a hostile
- * state file: the read of the file into a private copy (agile_state_read_fd,
- * what agile_state_open_ro does after its owner check), cut short as if the
+ * state file: the read of the file into a private copy (agile__state_read_fd,
+ * what agile__state_open_ro does after its owner check), cut short as if the
  * file were truncated while agilestat reads it, then, for a file it
  * accepts, every format agilestat prints (agilestat_view.c: the table,
  * --watch's history, JSON, Prometheus, the CSV history, the resolved
@@ -58,7 +58,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	fd = memfd_create("fuzz_agilestat", MFD_CLOEXEC);
 	if (image == NULL || fd < 0)
 		abort();
-	agile_shmfile_boot_id(boot_id);
+	agile__shmfile_boot_id(boot_id);
 	return 0;
 }
 
@@ -72,7 +72,7 @@ static uint32_t le32(const uint8_t *p)
 static size_t patched_file(const uint8_t *p, size_t size)
 {
 	memset(image, 0, AGILE_STATE_SIZE);
-	agile_state_format(image, boot_id, 1);
+	agile__state_format(image, boot_id, 1);
 	while (size >= 5) {
 		size_t at = le32(p) % AGILE_STATE_SIZE;
 		size_t len = p[4];
@@ -150,7 +150,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    pwrite(fd, image, kept, 0) != (ssize_t)kept)
 		abort();
 	why[0] = 'x';
-	rc = agile_state_read_fd(fd, (off_t)file_size, &m, why, sizeof(why));
+	rc = agile__state_read_fd(fd, (off_t)file_size, &m, why, sizeof(why));
 	if (rc != 0) {
 		/* A rejection says why, in a terminated phrase. */
 		if (rc != -EINVAL || memchr(why, '\0', sizeof(why)) == NULL ||
@@ -161,6 +161,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (kept < AGILE_STATE_SIZE)
 		abort(); /* a cut file is never accepted */
 	print_all(&m);
-	agile_state_close(&m);
+	agile__state_close(&m);
 	return 0;
 }

@@ -7,7 +7,7 @@
  * size, or less: the environment grown since it was measured); the rest is
  * split at newlines, each line one environment entry.  The copy is then
  * read as the preload reads it: looked up by name, and parsed by
- * agile_rules_parse.
+ * agile__rules_parse.
  *
  * Besides the sanitizers' own checks, the harness aborts when:
  *   - the copy holds an entry that is not an AGILE_ one, or not a copy of
@@ -85,14 +85,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			agile[n_agile++] = env[i];
 	agile[n_agile] = NULL;
 
-	measured = agile_env_snapshot_size(env);
+	measured = agile__env_snapshot_size(env);
 	/* 0-127: the measured room; 128-255: a share of it. */
 	room = choice < 128 ? measured : measured * (choice - 128) / 128;
 	/* Exactly room bytes, so ASan sees a write past them. */
 	buf = malloc(room > 0 ? room : 1);
 	if (buf == NULL)
 		return 0;
-	left_out = agile_env_snapshot_copy(env, room > 0 ? buf : NULL, room,
+	left_out = agile__env_snapshot_copy(env, room > 0 ? buf : NULL, room,
 	                                   &snapshot);
 	if (snapshot.entries[snapshot.count] != NULL ||
 	    snapshot.count + left_out != n_agile ||
@@ -116,11 +116,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				continue;
 			memcpy(name, e, len);
 			name[len] = '\0';
-			got = agile_env_snapshot_get(&snapshot, name);
+			got = agile__env_snapshot_get(&snapshot, name);
 			if (got == NULL || want == NULL || strcmp(got, want) != 0)
 				abort();
 		}
-	agile_rules_parse(snapshot.entries, &rules, check_message, NULL);
+	agile__rules_parse(snapshot.entries, &rules, check_message, NULL);
 	free(buf);
 	return 0;
 }

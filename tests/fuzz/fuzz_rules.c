@@ -4,9 +4,9 @@
  * environment of every program the preload enters.
  *
  * The input is split at newlines.  Every line is one environment entry for
- * agile_rules_parse (so a seed reads like a shell's `env`), and is also
- * given on its own, as a value, to agile_rule_parse, agile_listen_parse and
- * agile_parse_duration.  What was parsed is then used as the preload uses
+ * agile__rules_parse (so a seed reads like a shell's `env`), and is also
+ * given on its own, as a value, to agile__rule_parse, agile__listen_parse and
+ * agile__parse_duration.  What was parsed is then used as the preload uses
  * it: hostnames resolved through a fake resolver, addresses learned, and
  * addresses (a few fixed ones and one taken from the input's last bytes)
  * matched.
@@ -113,11 +113,11 @@ static int fake_getaddrinfo(const char *host, const char *service,
 static void check_match(const struct agile_rules *rules,
                         const struct sockaddr *addr, socklen_t len)
 {
-	int i = agile_rules_match(rules, addr, len);
+	int i = agile__rules_match(rules, addr, len);
 
 	if (i >= rules->count || (i >= 0 && !rules->rule[i].enabled))
 		abort();
-	i = agile_rules_match_listen(rules, addr, len);
+	i = agile__rules_match_listen(rules, addr, len);
 	if (i >= rules->count || (i >= 0 && !rules->rule[i].enabled))
 		abort();
 }
@@ -155,7 +155,7 @@ static void match_everything(struct agile_rules *rules, const uint8_t *data,
 			check_match(rules, (struct sockaddr *)&un, len);
 		for (int i = 0; i < rules->count; i++)
 			if (rules->rule[i].kind == AGILE_DEST_HOST)
-				agile_rules_learn(rules, rules->rule[i].host,
+				agile__rules_learn(rules, rules->rule[i].host,
 				                  (struct sockaddr *)&in6,
 				                  sizeof(in6));
 		check_match(rules, (struct sockaddr *)&in6, sizeof(in6));
@@ -189,25 +189,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Each line alone, as the value of one rule. */
 	current_var = "AGILE_DEST_FUZZ";
 	for (int i = 0; i < lines; i++) {
-		agile_rule_parse("AGILE_DEST_FUZZ", "fuzz", envp[i], &rule,
+		agile__rule_parse("AGILE_DEST_FUZZ", "fuzz", envp[i], &rule,
 		                 check_message, NULL);
 		check_rule(&rule);
-		agile_listen_parse("AGILE_DEST_FUZZ", "fuzz", envp[i], &rule,
+		agile__listen_parse("AGILE_DEST_FUZZ", "fuzz", envp[i], &rule,
 		                   check_message, NULL);
-		agile_parse_duration(envp[i], &ns);
+		agile__parse_duration(envp[i], &ns);
 	}
 
 	/* The whole input as an environment.  Messages name variables the
 	 * input chose, so only their shape is checked. */
 	current_var = NULL;
-	agile_rules_parse(envp, &rules, check_message, NULL);
+	agile__rules_parse(envp, &rules, check_message, NULL);
 	if (rules.count < 0 || rules.count > AGILE_RULES_MAX)
 		abort();
 	for (int i = 0; i < rules.count; i++) {
 		check_rule(&rules.rule[i]);
-		agile_rule_var(rules.rule[i].name, var, sizeof(var));
+		agile__rule_var(rules.rule[i].name, var, sizeof(var));
 	}
-	agile_rules_resolve_hosts(&rules, fake_getaddrinfo, check_message,
+	agile__rules_resolve_hosts(&rules, fake_getaddrinfo, check_message,
 	                          NULL);
 	match_everything(&rules, data, size);
 	return 0;

@@ -1,6 +1,6 @@
 /*
  * fuzz_state.c - libFuzzer harness for the state file's loader: the check
- * every process makes before it trusts a mapped file (agile_state_validate),
+ * every process makes before it trusts a mapped file (agile__state_validate),
  * and, for a file it accepts, what src/common/state.c then does with the slots
  * in it.  The file is shared memory that any process of the user (or an
  * older build, or a crash) may have left in any shape.
@@ -11,7 +11,7 @@
  *         every header field, and every truncation, as found on disk.
  *
  *   odd   the rest is a list of patches applied to a freshly formatted file
- *         (agile_state_format, the preload's own writer): each patch is a
+ *         (agile__state_format, the preload's own writer): each patch is a
  *         4-byte little-endian offset (taken modulo the file size), a length
  *         byte, and that many bytes.  This reaches what a whole-file input
  *         of 4 MiB cannot: a valid header over slots holding anything.
@@ -28,9 +28,9 @@
  * outcomes, ticks over a few periods, statistics; and a concurrency limiter
  * made of the same bytes likewise.  The core must be total on any bit
  * pattern, which the sanitizers check.  Last, the preload attaches a
- * destination of its own (agile_state_slot_acquire, which probes, claims,
+ * destination of its own (agile__state_slot_acquire, which probes, claims,
  * re-initialises or attaches) and repairs the slot it got
- * (agile_state_slot_repair), after which its limiter must pass the check
+ * (agile__state_slot_repair), after which its limiter must pass the check
  * and two grants must be at least the ceiling's spacing apart.  Slots
  * claimed by a live process are left out of that last step, which would
  * wait for them.
@@ -73,7 +73,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (posix_memalign((void **)&image, 4096, AGILE_STATE_SIZE) != 0)
 		abort();
 	memset(image, 0, AGILE_STATE_SIZE);
-	agile_state_format(image, BOOT_ID, 1);
+	agile__state_format(image, BOOT_ID, 1);
 	return 0;
 }
 
@@ -99,7 +99,7 @@ static void whole_file(const uint8_t *data, size_t size)
 		abort();
 	memcpy(copy, data, size);
 	why[0] = 'x';
-	check_rejection(agile_state_validate(copy, size, BOOT_ID, why,
+	check_rejection(agile__state_validate(copy, size, BOOT_ID, why,
 	                                     sizeof(why)), why, sizeof(why));
 	free(copy);
 }
@@ -146,7 +146,7 @@ static void use_slot(struct agile_state_slot *s, int64_t now_ns)
 		abort(); /* the check promised terminated strings */
 	sum += (double)strlen(s->name) + (double)strlen(s->dest);
 	agile_rate_stats(&s->limiter, &stats);
-	agile_state_slot_live_pids(s, pids, AGILE_STATE_PIDS);
+	agile__state_slot_live_pids(s, pids, AGILE_STATE_PIDS);
 	/* The history, newest first, as agilestat --history walks it. */
 	for (uint64_t i = 0; i < count && i < AGILE_STATE_RING; i++) {
 		const struct agile_state_tick *t =
@@ -158,7 +158,7 @@ static void use_slot(struct agile_state_slot *s, int64_t now_ns)
 	sink = sum + stats.rate;
 	agilestat_resilience_table(s);
 	agilestat_resilience_json(s);
-	agile_state_slot_append_tick(s, now_ns);
+	agile__state_slot_append_tick(s, now_ns);
 }
 
 /* A check's verdict must be 0, or -EINVAL with a field and a sentence. */
@@ -246,7 +246,7 @@ static void patched_file(const uint8_t *data, size_t size)
 	int rc;
 
 	apply_patches(data, size);
-	rc = agile_state_validate(image, AGILE_STATE_SIZE, BOOT_ID, why,
+	rc = agile__state_validate(image, AGILE_STATE_SIZE, BOOT_ID, why,
 	                          sizeof(why));
 	check_rejection(rc, why, sizeof(why));
 	if (rc != 0)
@@ -265,15 +265,15 @@ static void patched_file(const uint8_t *data, size_t size)
 	}
 	if (waits)
 		return;
-	rc = agile_state_slot_acquire(&m, "fuzz", "127.0.0.1:80", 0, &config,
+	rc = agile__state_slot_acquire(&m, "fuzz", "127.0.0.1:80", 0, &config,
 	                              NULL, now_ns, now_ns, &mine, &other);
 	if (rc < 0)
 		return;
 	dirty[SLOT_OF((size_t)((uint8_t *)mine - image))] = true;
-	agile_state_slot_attach_pid(mine, (int32_t)getpid());
+	agile__state_slot_attach_pid(mine, (int32_t)getpid());
 	/* What the preload does with a slot it did not initialise. */
 	why[0] = '\0';
-	rc = agile_state_slot_repair(mine, &config, now_ns, why, sizeof(why));
+	rc = agile__state_slot_repair(mine, &config, now_ns, why, sizeof(why));
 	if (rc < 0 || (rc == 1 && why[0] == '\0'))
 		abort();
 	if (agile_resolve(&config, AGILE_KIND_RATE, &resolved) != 0 ||
@@ -297,7 +297,7 @@ static void patched_file(const uint8_t *data, size_t size)
 static void restore_image(void)
 {
 	memset(image, 0, sizeof(struct agile_state_header));
-	agile_state_format(image, BOOT_ID, 1);
+	agile__state_format(image, BOOT_ID, 1);
 	for (unsigned int i = 0; i < AGILE_STATE_SLOTS; i++) {
 		if (!dirty[i])
 			continue;
