@@ -1,6 +1,6 @@
 #!/bin/sh
-# limits.sh - what README.md says about the calls the preload cannot see,
-# checked: each case below behaves as written there.
+# limits.sh - what README.md and docs/design.md say about the calls the
+# preload cannot see, checked: each case below behaves as written there.
 #
 # - Raw system calls (fault_client -r: socket, connect, sendto, recvfrom
 #   and close through syscall(2), the way Go's runtime makes them): the

@@ -21,7 +21,7 @@
 # preload no descriptor for it, and only the state file cannot be opened,
 # so the requests are paced by a limiter of the process's own; one without
 # libm cannot have it loaded, and the preload says so and stays out of the
-# way (unpaced).  README.md lists this limit.
+# way (unpaced).  docs/design.md ("Hardening and limits") lists this limit.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/fault/lib.sh"
 need python3
 
