@@ -71,6 +71,20 @@ void agile__h2_reset(struct agile_h2 *w, enum agile_h2_role role)
 	w->in.from_client = role == AGILE_H2_SERVER;
 	w->out.stage = w->out.from_client ? AGILE_H2_PREFACE : AGILE_H2_FIRST;
 	w->in.stage = w->in.from_client ? AGILE_H2_PREFACE : AGILE_H2_FIRST;
+	w->out.report = AGILE_H2_REPORT_ALL;
+	w->in.report = AGILE_H2_REPORT_ALL;
+}
+
+/* Does the flow report events of this type? */
+static inline bool wants(const struct agile_h2_flow *f, uint8_t type)
+{
+	return (f->report & AGILE_H2_REPORT(type)) != 0;
+}
+
+/* Where a header block's bytes go: to the caller, or past it. */
+static inline uint8_t block_part(const struct agile_h2_flow *f)
+{
+	return wants(f, AGILE_H2_EV_FRAGMENT) ? PART_FRAGMENT : PART_SKIP;
 }
 
 /* Give up on the flow: everything from here on is walked unread. */
@@ -88,11 +102,12 @@ static uint8_t field_size(uint8_t type)
 	return type == RST_STREAM ? 4 : type == GOAWAY ? 8 : 6;
 }
 
-/* Is the frame in f->head one this flow may carry here? */
-static bool frame_fits(const struct agile_h2_flow *f, uint32_t length)
+/* Is the frame whose header is at head one this flow may carry here? */
+static bool frame_fits(const struct agile_h2_flow *f, const uint8_t *head,
+                       uint32_t length)
 {
-	uint8_t type = f->head[3], flags = f->head[4];
-	uint32_t stream = be32(f->head + 5) & 0x7fffffff;
+	uint8_t type = head[3], flags = head[4];
+	uint32_t stream = be32(head + 5) & 0x7fffffff;
 	uint32_t least = 0;
 
 	if (f->stage == AGILE_H2_FIRST &&
@@ -137,23 +152,24 @@ static bool frame_fits(const struct agile_h2_flow *f, uint32_t length)
 	return stream != 0 && length >= least;
 }
 
-/* The frame header in f->head is whole: start its payload.  Reports
- * STREAM_OPEN (the frame began `at` bytes into this call's) or OFF. */
-static void begin_frame(struct agile_h2_flow *f, int64_t at,
-                        struct agile_h2_event *ev)
+/* The frame header at head (the caller's bytes, or f->head gathered
+ * across calls) is whole: start its payload.  Reports STREAM_OPEN (the
+ * frame began `at` bytes into this call's) or OFF. */
+static void begin_frame(struct agile_h2_flow *f, const uint8_t *head,
+                        int64_t at, struct agile_h2_event *ev)
 {
-	uint32_t length = (uint32_t)f->head[0] << 16 |
-	                  (uint32_t)f->head[1] << 8 | f->head[2];
-	uint8_t type = f->head[3], flags = f->head[4];
+	uint32_t length = (uint32_t)head[0] << 16 |
+	                  (uint32_t)head[1] << 8 | head[2];
+	uint8_t type = head[3], flags = head[4];
 
-	if (!frame_fits(f, length)) {
+	if (!frame_fits(f, head, length)) {
 		give_up(f, 0, ev);
 		return;
 	}
 	f->stage = AGILE_H2_FRAMES;
 	f->type = type;
 	f->flags = flags;
-	f->stream = be32(f->head + 5) & 0x7fffffff;
+	f->stream = be32(head + 5) & 0x7fffffff;
 	f->left = length;
 	f->pad = 0;
 	f->field_have = 0;
@@ -166,13 +182,15 @@ static void begin_frame(struct agile_h2_flow *f, int64_t at,
 		                 0;
 		f->part = flags & FLAG_PADDED ? PART_PAD_LENGTH :
 		          type == PUSH_PROMISE ? PART_PROMISED :
-		          flags & FLAG_PRIORITY ? PART_PRIORITY : PART_FRAGMENT;
+		          flags & FLAG_PRIORITY ? PART_PRIORITY : block_part(f);
 		if (type == HEADERS && f->from_client &&
 		    f->stream > f->last_opened) {
 			f->last_opened = f->stream;
-			ev->type = AGILE_H2_EV_STREAM_OPEN;
-			ev->stream = f->stream;
-			ev->frame_at = at;
+			if (wants(f, AGILE_H2_EV_STREAM_OPEN)) {
+				ev->type = AGILE_H2_EV_STREAM_OPEN;
+				ev->stream = f->stream;
+				ev->frame_at = at;
+			}
 		}
 		break;
 	case DATA:
@@ -181,7 +199,7 @@ static void begin_frame(struct agile_h2_flow *f, int64_t at,
 		f->part = flags & FLAG_PADDED ? PART_PAD_LENGTH : PART_SKIP;
 		break;
 	case CONTINUATION:
-		f->part = PART_FRAGMENT;
+		f->part = block_part(f);
 		break;
 	case RST_STREAM:
 	case GOAWAY:
@@ -206,14 +224,17 @@ static void end_frame(struct agile_h2_flow *f, struct agile_h2_event *ev)
 	case CONTINUATION:
 		if (!(f->flags & FLAG_END_HEADERS))
 			return; /* a CONTINUATION comes next */
-		ev->type = AGILE_H2_EV_HEADERS_END;
-		ev->stream = f->block_stream;
-		ev->flags = f->block_flags;
+		if (wants(f, AGILE_H2_EV_HEADERS_END)) {
+			ev->type = AGILE_H2_EV_HEADERS_END;
+			ev->stream = f->block_stream;
+			ev->flags = f->block_flags;
+		}
 		f->block_stream = 0;
 		f->block_flags = 0;
 		return;
 	case DATA:
-		if (f->flags & FLAG_END_STREAM) {
+		if ((f->flags & FLAG_END_STREAM) &&
+		    wants(f, AGILE_H2_EV_END_STREAM)) {
 			ev->type = AGILE_H2_EV_END_STREAM;
 			ev->stream = f->stream;
 		}
@@ -229,19 +250,24 @@ static void field_done(struct agile_h2_flow *f, struct agile_h2_event *ev)
 	f->field_have = 0;
 	switch (f->type) {
 	case RST_STREAM:
+		if (!wants(f, AGILE_H2_EV_RST_STREAM))
+			return;
 		ev->type = AGILE_H2_EV_RST_STREAM;
 		ev->stream = f->stream;
 		ev->value = be32(f->field);
 		return;
 	case GOAWAY:
+		f->part = PART_SKIP; /* the debug data */
+		if (!wants(f, AGILE_H2_EV_GOAWAY))
+			return;
 		ev->type = AGILE_H2_EV_GOAWAY;
 		ev->stream = be32(f->field) & 0x7fffffff;
 		ev->value = be32(f->field + 4);
-		f->part = PART_SKIP; /* the debug data */
 		return;
 	default: /* SETTINGS: one entry, an identifier and a value */
 		if ((f->field[0] << 8 | f->field[1]) ==
-		    SETTINGS_HEADER_TABLE_SIZE) {
+		    SETTINGS_HEADER_TABLE_SIZE &&
+		    wants(f, AGILE_H2_EV_TABLE_SIZE)) {
 			ev->type = AGILE_H2_EV_TABLE_SIZE;
 			ev->value = be32(f->field + 2);
 		}
@@ -257,9 +283,9 @@ static void after_prefix(struct agile_h2_flow *f)
 		f->part = f->type == DATA ? PART_SKIP :
 		          f->type == PUSH_PROMISE ? PART_PROMISED :
 		          f->flags & FLAG_PRIORITY ? PART_PRIORITY :
-		          PART_FRAGMENT;
+		          block_part(f);
 	else
-		f->part = PART_FRAGMENT;
+		f->part = block_part(f);
 }
 
 /* The preface's next bytes, from p[0, n): how many were walked. */
@@ -306,22 +332,33 @@ size_t agile__h2_walk(struct agile_h2_flow *f, const uint8_t *p, size_t n,
 			continue;
 		}
 		switch (f->part) {
-		case PART_HEAD:
-			take = FRAME_HEADER - f->have;
-			if (take > n - i)
-				take = n - i;
-			memcpy(f->head + f->have, p + i, take);
-			f->have = (uint8_t)(f->have + take);
-			i += take;
-			if (f->have < FRAME_HEADER)
-				return i;
-			f->have = 0;
-			begin_frame(f, (int64_t)i - FRAME_HEADER, ev);
+		case PART_HEAD: {
+			const uint8_t *head = p + i;
+
+			if (f->have != 0 || n - i < FRAME_HEADER) {
+				/* Gathered across calls; the usual case, a
+				 * whole header in the caller's bytes, is read
+				 * where it is. */
+				take = FRAME_HEADER - f->have;
+				if (take > n - i)
+					take = n - i;
+				memcpy(f->head + f->have, p + i, take);
+				f->have = (uint8_t)(f->have + take);
+				if (f->have < FRAME_HEADER)
+					return i + take;
+				head = f->head;
+				f->have = 0;
+				i += take;
+			} else {
+				i += FRAME_HEADER;
+			}
+			begin_frame(f, head, (int64_t)i - FRAME_HEADER, ev);
 			if (ev->type == AGILE_H2_EV_OFF)
 				return n;
 			if (ev->type != AGILE_H2_EV_NONE)
 				return i;
 			break;
+		}
 		case PART_PAD_LENGTH:
 			f->pad = p[i++];
 			f->left--;
@@ -354,6 +391,15 @@ size_t agile__h2_walk(struct agile_h2_flow *f, const uint8_t *p, size_t n,
 			}
 			if (take > n - i)
 				take = n - i;
+			if (!wants(f, AGILE_H2_EV_FRAGMENT)) {
+				/* A block begun under another mask (a
+				 * plan's copy of a flow inside one). */
+				f->left -= (uint32_t)take;
+				i += take;
+				if (f->left == f->pad)
+					f->part = PART_SKIP;
+				break;
+			}
 			ev->type = AGILE_H2_EV_FRAGMENT;
 			ev->stream = f->block_stream;
 			ev->flags = f->block_flags & AGILE_H2_PUSH;
@@ -442,25 +488,45 @@ void agile__h2_next(struct agile_h2_flow *f, struct agile_h2_cursor *c,
 void agile__h2_plan(const struct agile_h2_flow *f, const struct iovec *iov,
                     int count, size_t len, struct agile_h2_plan *plan)
 {
-	struct agile_h2_flow copy;
+	struct agile_h2_flow *copy = &plan->after;
 	struct agile_h2_cursor c;
 	struct agile_h2_event ev;
 
-	memcpy(&copy, f, sizeof(copy));
+	memcpy(copy, f, sizeof(*copy));
+	copy->report = AGILE_H2_REPORT(AGILE_H2_EV_STREAM_OPEN) |
+	               AGILE_H2_REPORT(AGILE_H2_EV_TABLE_SIZE) |
+	               AGILE_H2_REPORT(AGILE_H2_EV_RST_STREAM);
 	agile__h2_cursor_init(&c, iov, count, len);
 	plan->opens = 0;
 	plan->stream = 0;
 	plan->cut = len;
 	plan->table_size = 0;
+	plan->quiet = true;
 	do {
-		agile__h2_next(&copy, &c, &ev);
-		if (ev.type == AGILE_H2_EV_STREAM_OPEN && ++plan->opens == 1)
-			plan->stream = ev.stream;
-		if (ev.type == AGILE_H2_EV_STREAM_OPEN && plan->opens == 2)
-			plan->cut = ev.frame_at > 0 ? (size_t)ev.frame_at : 0;
-		if (ev.type == AGILE_H2_EV_TABLE_SIZE &&
-		    ev.value > plan->table_size)
-			plan->table_size = ev.value;
+		agile__h2_next(copy, &c, &ev);
+		switch (ev.type) {
+		case AGILE_H2_EV_STREAM_OPEN:
+			if (plan->opens < AGILE_H2_PLAN_STREAMS)
+				plan->streams[plan->opens] = ev.stream;
+			else
+				plan->quiet = false;
+			if (++plan->opens == 1)
+				plan->stream = ev.stream;
+			else if (plan->opens == 2)
+				plan->cut = ev.frame_at > 0 ? (size_t)ev.frame_at
+				                            : 0;
+			break;
+		case AGILE_H2_EV_TABLE_SIZE:
+			if (ev.value > plan->table_size)
+				plan->table_size = ev.value;
+			plan->quiet = false;
+			break;
+		case AGILE_H2_EV_NONE:
+			break;
+		default: /* RST_STREAM, OFF */
+			plan->quiet = false;
+			break;
+		}
 	} while (ev.type != AGILE_H2_EV_NONE && ev.type != AGILE_H2_EV_OFF);
 }
 

@@ -92,6 +92,15 @@ enum agile_h2_event_type {
 	AGILE_H2_EV_OFF
 };
 
+/* The bit of event type t in a flow's report mask.  A caller that has
+ * no use for an event clears its bit: each event reported is a return
+ * from the walk and a call back into it, most of the walk's cost on
+ * small frames (a connection with no HPACK decoder has no use for
+ * FRAGMENT, a send's plan only for STREAM_OPEN and TABLE_SIZE).  OFF is
+ * always reported. */
+#define AGILE_H2_REPORT(t) ((uint8_t)(1u << (t)))
+#define AGILE_H2_REPORT_ALL ((uint8_t)0xfe)
+
 /* Event flags. */
 #define AGILE_H2_END_STREAM 0x1 /* HEADERS_END: the HEADERS ended the stream */
 #define AGILE_H2_PUSH 0x2       /* HEADERS_END, FRAGMENT: a PUSH_PROMISE's */
@@ -123,6 +132,10 @@ struct agile_h2_flow {
 	uint8_t field_have;   /* bytes of field[] gathered */
 	uint8_t field[8];     /* a fixed field of the payload being gathered */
 	uint8_t block_flags;  /* the open header block's AGILE_H2_* */
+	uint8_t report;       /* the events the flow reports, a bit each
+	                         (AGILE_H2_REPORT); the others are walked past
+	                         in silence, and header block bytes no one
+	                         asked for are skipped like a DATA body */
 	uint32_t stream;      /* the current frame's stream id */
 	uint32_t left;        /* its payload bytes still to come */
 	uint32_t block_stream; /* the stream whose header block awaits its
@@ -136,7 +149,8 @@ struct agile_h2 {
 	struct agile_h2_flow in;  /* the bytes it receives */
 };
 
-/* Start walking a new connection from its first byte either way.  A
+/* Start walking a new connection from its first byte either way, both
+ * flows reporting every event.  A
  * client's walker may start late on the receiving side (the server's first
  * frames read before the preface was sent), as long as it starts there at
  * a frame boundary: the server's flow only checks that its first frame is
@@ -179,6 +193,8 @@ void agile__h2_cursor_init(struct agile_h2_cursor *c, const struct iovec *iov,
 void agile__h2_next(struct agile_h2_flow *f, struct agile_h2_cursor *c,
                     struct agile_h2_event *ev);
 
+#define AGILE_H2_PLAN_STREAMS 10
+
 /* What a send would carry, by the spacing rule: a send opens at most one
  * stream, and waits for that stream's grant. */
 struct agile_h2_plan {
@@ -196,6 +212,14 @@ struct agile_h2_plan {
 	                        since the peer may answer with a block that
 	                        uses it before this thread has walked the
 	                        bytes sent */
+	/* What walking all len bytes again would find, for a send that
+	 * takes them all (h2conn.c): the flow after them (its report mask
+	 * the plan's own), and, when `quiet`, that their only events are
+	 * the opens of `streams` (the first AGILE_H2_PLAN_STREAMS of them,
+	 * and quiet only if there are no more). */
+	bool quiet;
+	uint32_t streams[AGILE_H2_PLAN_STREAMS];
+	struct agile_h2_flow after;
 };
 
 /* Plan the send of the first len bytes of iov[0, count) on the flow f,

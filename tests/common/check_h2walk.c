@@ -542,6 +542,95 @@ START_TEST(h2walk_plan_one_stream_per_send)
 }
 END_TEST
 
+/* A flow reporting only some events says exactly those lines of the full
+ * log, and ends where the full walk ends; a send's plan ends where walking
+ * its bytes ends, with the streams the walk opens, quiet only when opens
+ * are all the bytes say. */
+START_TEST(h2walk_report_mask_and_plan_after)
+{
+	static struct session all, some;
+	struct vector v;
+	const uint8_t wanted = AGILE_H2_REPORT(AGILE_H2_EV_STREAM_OPEN) |
+	                       AGILE_H2_REPORT(AGILE_H2_EV_HEADERS_END);
+	char expect[LOG_MAX];
+	size_t expect_len = 0;
+	const char *line;
+	struct agile_h2 w;
+	int quiet = 0;
+
+	vector_load(&v, "h2load-m10.h2");
+	walk_recorded(&all, &v);
+	session_init(&some, false);
+	some.w.out.report = wanted;
+	some.w.in.report = wanted;
+	for (int i = 0; i < v.count; i++)
+		feed(&some, v.piece[i].way, v.piece[i].p, v.piece[i].n);
+	/* The full log's open and headers lines, fields cut off (the
+	 * masked walk had no decoder: no FRAGMENT reported). */
+	for (line = all.log; *line != '\0';) {
+		const char *end = strchr(line, '\n');
+		size_t n = (size_t)(end - line);
+
+		if (strncmp(line + 1, " open", 5) == 0) {
+			memcpy(expect + expect_len, line, n + 1);
+			expect_len += n + 1;
+		} else if (strncmp(line + 1, " headers", 8) == 0) {
+			const char *sp = memchr(line + 10, ' ', n - 10);
+			size_t k = sp != NULL && strncmp(sp, " end", 4) == 0 ?
+			           (size_t)(sp - line) + 4 :
+			           sp != NULL ? (size_t)(sp - line) : n;
+
+			memcpy(expect + expect_len, line, k);
+			expect_len += k;
+			expect[expect_len++] = '\n';
+		}
+		line = end + 1;
+	}
+	expect[expect_len] = '\0';
+	ck_assert_str_eq(some.log, expect);
+	some.w.out.report = AGILE_H2_REPORT_ALL;
+	some.w.in.report = AGILE_H2_REPORT_ALL;
+	ck_assert_mem_eq(&some.w, &all.w, sizeof(all.w));
+
+	/* Each client piece planned whole, then walked. */
+	agile__h2_reset(&w, AGILE_H2_CLIENT);
+	for (int i = 0; i < v.count; i++) {
+		const struct piece *pc = &v.piece[i];
+		struct iovec iov = { .iov_base = (void *)pc->p,
+		                     .iov_len = pc->n };
+		struct agile_h2_plan plan;
+		static struct session s;
+		uint32_t k = 0;
+
+		if (pc->way != 0)
+			continue;
+		agile__h2_plan(&w.out, &iov, 1, pc->n, &plan);
+		memset(&s, 0, sizeof(s));
+		memcpy(&s.w, &w, sizeof(w));
+		s.w.out.report = AGILE_H2_REPORT_ALL;
+		feed(&s, 0, pc->p, pc->n);
+		memcpy(&w, &s.w, sizeof(w));
+		plan.after.report = w.out.report;
+		ck_assert_mem_eq(&plan.after, &w.out, sizeof(w.out));
+		/* The streams the walk opened, in order, are the plan's. */
+		for (line = s.log; (line = strstr(line, "C open ")) != NULL;
+		     line++, k++)
+			if (k < AGILE_H2_PLAN_STREAMS)
+				ck_assert_uint_eq(strtoul(line + 7, NULL, 10),
+				                  plan.streams[k]);
+		ck_assert_uint_eq(k, plan.opens);
+		/* Quiet: nothing but opens (h2load's SETTINGS says nothing
+		 * of the table, and it resets nothing). */
+		ck_assert_int_eq(plan.quiet, plan.opens <= AGILE_H2_PLAN_STREAMS);
+		quiet += plan.quiet;
+	}
+	ck_assert_int_gt(quiet, 0);
+	session_free(&all);
+	session_free(&some);
+	free(v.bytes);
+}
+END_TEST
+
 /* --- built frames ---------------------------------------------------------- */
 
 /* libnghttp2's encoder, for the header blocks of the built frames. */
@@ -869,6 +958,23 @@ START_TEST(h2walk_resets_and_goaway)
 	n += frame(buf + n, T_HEADERS, F_END_HEADERS, 1, "\x82", 1);
 	feed(&s, 0, buf, n);
 	ck_assert_str_eq(s.log, "C headers 3 end\nC headers 1\n");
+	/* A send carrying a reset is not quiet: its walk must end it. */
+	{
+		struct iovec iov = { .iov_base = buf, .iov_len = 0 };
+		struct agile_h2_plan plan;
+
+		n = frame(buf, T_HEADERS, F_END_HEADERS, 5, "\x82\x86\x84", 3);
+		iov.iov_len = n;
+		agile__h2_plan(&s.w.out, &iov, 1, n, &plan);
+		ck_assert(plan.quiet);
+		ck_assert_uint_eq(plan.opens, 1);
+		ck_assert_uint_eq(plan.streams[0], 5);
+		n += frame(buf + n, T_RST_STREAM, 0, 5, "\0\0\0\x08", 4);
+		iov.iov_len = n;
+		agile__h2_plan(&s.w.out, &iov, 1, n, &plan);
+		ck_assert(!plan.quiet);
+		ck_assert_uint_eq(plan.opens, 1);
+	}
 }
 END_TEST
 
@@ -1207,6 +1313,7 @@ static Suite *h2walk_suite(void)
 	tcase_add_test(tc, h2walk_h2load_ten_streams);
 	tcase_add_loop_test(tc, h2walk_every_cut, 0, 5);
 	tcase_add_test(tc, h2walk_plan_one_stream_per_send);
+	tcase_add_test(tc, h2walk_report_mask_and_plan_after);
 	tcase_add_test(tc, h2walk_server_role);
 	tcase_add_test(tc, h2walk_frame_boundaries);
 	suite_add_tcase(s, tc);
