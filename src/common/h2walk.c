@@ -312,11 +312,12 @@ size_t agile__h2_walk(struct agile_h2_flow *f, const uint8_t *p, size_t n,
 	size_t i = 0;
 
 	memset(ev, 0, sizeof(*ev));
+	/* Every way to give up returns at once. */
+	if (f->stage == AGILE_H2_OFF)
+		return n;
 	for (;;) {
 		size_t take;
 
-		if (f->stage == AGILE_H2_OFF)
-			return n;
 		if (f->part != PART_HEAD && f->left == 0) {
 			end_frame(f, ev);
 			if (ev->type != AGILE_H2_EV_NONE)
@@ -357,6 +358,13 @@ size_t agile__h2_walk(struct agile_h2_flow *f, const uint8_t *p, size_t n,
 				return n;
 			if (ev->type != AGILE_H2_EV_NONE)
 				return i;
+			/* A payload passed over and whole in the bytes (a
+			 * DATA body, a block no decoder reads, a
+			 * WINDOW_UPDATE): past it at once, to its end. */
+			if (f->part == PART_SKIP && f->left <= n - i) {
+				i += f->left;
+				f->left = 0;
+			}
 			break;
 		}
 		case PART_PAD_LENGTH:
