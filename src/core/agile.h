@@ -126,7 +126,7 @@ struct agile_config {
 	                             fast <= recover_ramp x window; off */
 	/*
 	 * The four rules the scenario matrix (bench/RESULTS.md) measured the
-	 * seed's law to lack; controller.c explains each.  0 lets the preset
+	 * seed's law to lack; controller_rules.c explains each.  0 lets the preset
 	 * decide: preset none with an SLO turns each on at its default, every
 	 * other preset (seed among them) leaves it off.  Rules a-c need the
 	 * tick's answers per second, so they apply to rate limiters only.

@@ -103,7 +103,7 @@ int64_t agile__bucket_send_slot(const struct agile_bucket *b, int64_t *tat_ns,
 
 /* The longest a cut's backlog (controller.backlog_ms) may hold further
  * cuts: AGILE_BACKLOG_MAX_TICKS ticks, in milliseconds, within uint32_t.
- * controller.c sets it no higher, and validate.c rejects more. */
+ * controller_rules.c sets it no higher, and validate.c rejects more. */
 static inline uint32_t agile__backlog_most_ms(int64_t tick_ns)
 {
 	int64_t ticks_ms = tick_ns / 1000000;

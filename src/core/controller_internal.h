@@ -1,0 +1,86 @@
+/*
+ * controller_internal.h - what the control law's two files share: the
+ * tick's reading that the steps (controller.c) and the rules
+ * (controller_rules.c) fill in for each other, the clamp both use, and
+ * the rules' entry points, in the order agile_controller_step calls them
+ * (controller_rules.c says what each one does).
+ */
+#ifndef AGILE_CONTROLLER_INTERNAL_H
+#define AGILE_CONTROLLER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agile.h"
+
+/* v within [lo, hi]; a NaN (garbage in the shared state, carried through
+ * the arithmetic) reads as lo, the cautious end. */
+static inline double clamp(double v, double lo, double hi)
+{
+	if (v < lo || v != v)
+		v = lo;
+	if (v > hi)
+		v = hi;
+	return v;
+}
+
+/*
+ * One tick's reading, shared by the steps (controller.c) and the rules
+ * (controller_rules.c) in the order agile_controller_step calls them: each
+ * fills in what the later ones read.  It lives on the stack for one step;
+ * the shared state is the struct agile_controller copy `n` the step
+ * publishes at its end.
+ */
+struct tick {
+	const struct agile_resolved *r;
+	const struct agile_tick_input *in;
+	uint64_t observed;  /* samples in the tick's histogram */
+	double rate;        /* the target the tick ran at */
+	double floor;       /* the clamp's lower bound, probe_rate in probe mode */
+	bool cold;          /* the tick ran in cold start (the step may end it) */
+	bool after_cut;     /* the tick before cut (rule d) */
+	double p50_before;  /* the tick before's p50, 0 if blind (rule d) */
+	/* Rule a's measure of the span ending at this tick. */
+	bool measured;      /* rule a applies and the tick's length is known */
+	double used;        /* grants per second over the span */
+	double span_s;
+	double answers;
+	double span_grants;
+	double delivered;   /* answers per second over the span */
+	bool delivered_known; /* answers are trusted to pair with grants */
+	double slack;       /* what the two may differ by without meaning it */
+	bool carried_split; /* the span carried in was a split one */
+	bool split;         /* this span is taken for a split one */
+	bool deficit;       /* answers lag the grants: a queue growing */
+	bool backlog;       /* the last cut's backlog outlasts this tick */
+	/* Steps 2-4. */
+	double p50, p99;
+	double window;
+	bool healthy, congested;
+	/* What the cut acts on, and the rules' regions. */
+	bool held;          /* the program is held to its answers */
+	double load;        /* what a cut starts from */
+	bool draining;      /* an earlier backlog drains: cut no further */
+	double knee_cap;    /* delivered_share x knee, or 0 while not trusted */
+	bool below_knee;    /* rule b applies */
+	bool at_knee;       /* rule c applies */
+	/* Step 6 and rule d. */
+	bool tail;
+	double inside;      /* the tick's share of answers inside the target */
+	double next;        /* the new target before step 7's clamp */
+};
+
+void agile__rule_a_measure(struct agile_controller *n, struct tick *t);
+void agile__rules_region(const struct agile_controller *n, struct tick *t);
+double agile__rule_b_knee_ramp(const struct tick *t);
+double agile__rule_c_probe_step(const struct agile_controller *n,
+                                const struct tick *t);
+void agile__rule_d_own_share(struct tick *t);
+void agile__rule_d_goodput_cut(const struct agile_controller *n,
+                               struct tick *t);
+void agile__rule_a_deficit_cut(struct agile_controller *n, struct tick *t);
+void agile__rule_a_knee(struct agile_controller *n, const struct tick *t);
+void agile__rule_c_streak(struct agile_controller *n, const struct tick *t);
+void agile__rule_a_calibrate(struct agile_controller *n, const struct tick *t);
+
+#endif
