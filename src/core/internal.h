@@ -30,7 +30,7 @@
 /* The index of `name` among the `count` canonical `names` (lower case,
  * words joined by '-'), or -1.  ASCII case is ignored and '_' stands for
  * '-', as people type names on command lines and in the environment; no
- * locale is consulted.  In config.c. */
+ * locale is consulted.  In config_names.c. */
 int agile__name_index(const char *name, const char *const *names, int count);
 /* Whether `name` is the canonical `word` under the same rule, the one every
  * keyword value follows (presets, anchors, laws, the preload's pace=,
