@@ -157,12 +157,12 @@ struct agile_fd {
 	                             a record of another length comes */
 	int64_t inbound_left;     /* a listener's proto=http: bytes of the
 	                             response still to write before the
-	                             request's permit returns (inbound.c);
-	                             AGILE_HTTP_CHUNKED, AGILE_HTTP_TO_CLOSE,
-	                             0 none */
+	                             request's permit returns
+	                             (inbound_requests.c); AGILE_HTTP_CHUNKED,
+	                             AGILE_HTTP_TO_CLOSE, 0 none */
 	uint8_t inbound_head;     /* 1: the request in service is a HEAD */
-	uint8_t inbound_shed;     /* inbound.c's answer to the read just made
-	                             (enum agile_inbound_recv) */
+	uint8_t inbound_shed;     /* inbound_shed.c's answer to the read
+	                             just made (enum agile_inbound_recv) */
 	uint8_t inbound_drain;    /* 1: answered and shut: drain before the
 	                             close */
 	uint8_t client_len;       /* client_rate=: bytes of client */

@@ -30,7 +30,7 @@ static int atfork_registered;
  *   attach_lock  destinations.c   attaching destinations to the state
  *                                 file's slots, and opening it
  *   keys_lock    keys_hook.c      the per-rule tables of keys=
- *   linger_lock  inbound.c        the ring of shed connections waiting to
+ *   linger_lock  inbound_shed.c   the ring of shed connections waiting to
  *                                 be closed, held across their recv() and
  *                                 close()
  *

@@ -44,9 +44,9 @@ void agile__process_register_atfork(void);
  * this address space (see agile__in_vfork_child). */
 void agile__process_atfork_child(void);
 
-/* The locks of hooks_dlopen.c, keys_hook.c and inbound.c, taken before
- * fork() and released after it in both processes, in the order forklist.c
- * lists (destinations.h declares that module's own). */
+/* The locks of hooks_dlopen.c, keys_hook.c and inbound_shed.c, taken
+ * before fork() and released after it in both processes, in the order
+ * forklist.c lists (destinations.h declares that module's own). */
 void agile__dlopen_atfork_prepare(void);
 void agile__dlopen_atfork_release(void);
 void agile__keys_atfork_prepare(void);

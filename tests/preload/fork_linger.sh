@@ -4,7 +4,7 @@
 # lingering connections held.
 #
 # A connection shed with shed_response= lingers (preload/resilience/
-# inbound.c): answered, its write side shut, and drained and closed by a
+# inbound_shed.c): answered, its write side shut, and drained and closed by a
 # later accept under linger_lock, which is held across those recv() and
 # close() calls.  That lock had no fork handler: a child forked by another
 # thread at that moment inherited it held by a thread that does not exist
