@@ -12,18 +12,20 @@
 # debian/ promises: the preload in the multiarch library directory's
 # agilepreload/, agilerun, agilestat, the man pages, the completion,
 # README.Debian; libagile.so.0 with its soname, the .so link, the headers,
-# agile.pc, and a symbols file.  Then that root's agilerun, with no
-# setting but -d, runs ten curl processes against a local server at
-# floor=max=5/s: it must preload the root's own library and the requests
-# must be paced (nine gaps of 0.2 s: 1.8 s at least), which the root's
-# agilestat confirms with ten grants.
+# agile.pc, and a symbols file.  A program that includes agile.h alone
+# (the parts it includes are installed beside it) compiles against the
+# root's headers, links against its libagile and runs.  Then that root's
+# agilerun, with no setting but -d, runs ten curl processes against a
+# local server at floor=max=5/s: it must preload the root's own library
+# and the requests must be paced (nine gaps of 0.2 s: 1.8 s at least),
+# which the root's agilestat confirms with ten grants.
 #
 # Usage: tests/package/deb.sh [SRCDIR]   (exit 0 pass, 1 fail, 77 skip)
 set -eu
 
 srcdir=$(cd "${1:-$(dirname "$0")/../..}" && pwd)
 fail() { echo "FAIL: deb: $*" >&2; exit 1; }
-for tool in dpkg-buildpackage lintian dpkg-deb curl python3 readelf; do
+for tool in dpkg-buildpackage lintian dpkg-deb curl python3 readelf cc; do
 	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: deb: $tool is not installed"; exit 77; }
 done
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/agile-deb.XXXXXX")
@@ -69,7 +71,10 @@ for f in usr/bin/agilerun usr/bin/agilestat \
 	usr/share/bash-completion/completions/agilerun \
 	usr/share/bash-completion/completions/agilestat \
 	usr/share/doc/agilepreload/README.Debian \
-	usr/include/agile.h "usr/lib/$triplet/pkgconfig/agile.pc" \
+	usr/include/agile.h usr/include/agile_types.h usr/include/agile_config.h \
+	usr/include/agile_bucket.h usr/include/agile_histogram.h \
+	usr/include/agile_controller.h usr/include/agile_limiter.h \
+	"usr/lib/$triplet/pkgconfig/agile.pc" \
 	"usr/lib/$triplet/libagile.so" "usr/lib/$triplet/libagile.so.0"; do
 	[ -e "$root/$f" ] || fail "the packages lack /$f"
 done
@@ -80,6 +85,24 @@ dpkg-deb --ctrl-tarfile "$tmp"/libagile-dev_*.deb | tar -t | grep -qx './symbols
 grep -q "/usr/lib/$triplet/agilepreload/libagilepreload.so" \
 	"$root/usr/share/doc/agilepreload/README.Debian" ||
 	fail "README.Debian does not give the LD_PRELOAD path"
+
+# agile.h is the one header a program includes.
+cat >"$tmp/use.c" <<'EOF'
+#include <agile.h>
+
+int main(void)
+{
+	struct agile_config config = { .max_rate = 10 };
+	struct agile_resolved resolved;
+
+	return agile_resolve(&config, AGILE_KIND_RATE, &resolved) != 0 ||
+	       resolved.max_rate != 10;
+}
+EOF
+cc -Wall -Werror -I"$root/usr/include" -o "$tmp/use" "$tmp/use.c" \
+	-L"$lib" -lagile || fail "a program including agile.h does not build"
+LD_LIBRARY_PATH=$lib "$tmp/use" || fail "a program including agile.h fails"
+echo "deb: a program including agile.h builds against the root and runs"
 
 # A local server, and the root's agilerun pacing ten curls at 5/s.
 python3 "$srcdir/tests/preload/httpd.py" "$tmp/port" "$tmp/arrivals" 0 60 \
