@@ -16,7 +16,14 @@
  *
  * Refused with proto=http, a request is answered 429 with the Retry-After
  * of its bucket's next token, in whole seconds rounded up (inbound.c);
- * without it the connection is shed at accept.
+ * without it the connection is shed at accept.  A Retry-After is only
+ * given where it can be honest: rounded up to a whole second, it must say
+ * no later than one refill interval past the next token.  A bucket that
+ * refills faster than once a second (client_rate=5: a token every 200 ms)
+ * has its next token under a second away, where "1" would be up to 0.8 s
+ * late and "0" would send a client that obeys it straight back to be
+ * refused again: its refusals carry none, and the client's own backoff
+ * decides.
  */
 #include "config.h"
 
@@ -67,6 +74,13 @@ bool agile__clients_admit(struct agile_state_resilience *z,
 	allowed = agile_clients_allow(t, agile_clients_key(t, key, len), now_ns,
 	                              retry_ns);
 	agile__shunlock(&z->clients_lock);
+	if (!allowed && *retry_ns > 0 && c->client_rate > 0) {
+		int64_t said = (*retry_ns + AGILE_NS_PER_S - 1) /
+		               AGILE_NS_PER_S * AGILE_NS_PER_S;
+
+		if ((double)(said - *retry_ns) > 1e9 / c->client_rate)
+			*retry_ns = 0;
+	}
 	return allowed;
 }
 
