@@ -12,6 +12,17 @@
  * call per checked send, whatever its size (a 1 MiB send touches 257
  * pages, in two calls of PROBE_BATCH).
  *
+ * The process's own id for that call is cached in a page of its own that
+ * the kernel zeroes in every child (MADV_WIPEONFORK, Linux 4.14): a fork,
+ * or a raw clone(2) without CLONE_VM that no hook of the preload saw,
+ * reads 0 there and asks getpid() once; a thread, a vfork child or a
+ * CLONE_VM child shares the memory, and the id of the process whose
+ * memory it is is the right one to read it through.  A getpid() per check
+ * was half of the system calls the preload added to a send (two checks
+ * of a writev, its array and its bytes: four calls where two do).
+ * Without the page (an older kernel, a filter refusing madvise) each
+ * check asks getpid().
+ *
  * Where a seccomp filter refuses process_vm_readv with an error, each page
  * is checked with rt_sigprocmask(2) given an invalid `how`: the kernel
  * copies the 8-byte set in (EFAULT when it cannot) before it rejects
@@ -28,6 +39,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -45,6 +57,50 @@
 /* 1 once process_vm_readv has failed with anything but EFAULT (ENOSYS,
  * EPERM from a seccomp filter): the fallback is used from then on. */
 static int vm_read_refused;
+
+/* The wipe-on-fork page holding the cached process id, NULL none; set up
+ * by the first check (pid_page_tried: by one thread only). */
+static pid_t *pid_page;
+static int pid_page_tried;
+
+static void pid_page_init(void)
+{
+#ifdef MADV_WIPEONFORK
+	void *p = mmap(NULL, PROBE_STEP, PROT_READ | PROT_WRITE,
+	               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return;
+	if (madvise(p, PROBE_STEP, MADV_WIPEONFORK) != 0) {
+		munmap(p, PROBE_STEP);
+		return;
+	}
+	__atomic_store_n(&pid_page, (pid_t *)p, __ATOMIC_RELEASE);
+#endif
+}
+
+/* The id to name this process's memory by (see the top).  errno is the
+ * caller's to keep. */
+static pid_t self_pid(void)
+{
+	pid_t *page = __atomic_load_n(&pid_page, __ATOMIC_ACQUIRE);
+	pid_t pid;
+
+	if (page == NULL) {
+		if (__atomic_exchange_n(&pid_page_tried, 1, __ATOMIC_ACQ_REL))
+			return getpid();
+		pid_page_init();
+		page = __atomic_load_n(&pid_page, __ATOMIC_ACQUIRE);
+		if (page == NULL)
+			return getpid();
+	}
+	pid = __atomic_load_n(page, __ATOMIC_RELAXED);
+	if (pid == 0) {
+		pid = getpid();
+		__atomic_store_n(page, pid, __ATOMIC_RELAXED);
+	}
+	return pid;
+}
 
 /* Is the page holding p readable (the fallback)? */
 static bool page_readable(uintptr_t p)
@@ -70,7 +126,7 @@ static int probe_batch(struct iovec *remote, int n)
 				return 0;
 		return 1;
 	}
-	got = process_vm_readv(getpid(), &local, 1, remote, (unsigned long)n,
+	got = process_vm_readv(self_pid(), &local, 1, remote, (unsigned long)n,
 	                       0);
 	if (got == n)
 		return 1;
@@ -142,7 +198,7 @@ int agile__copy_in(void *dst, const void *src, size_t n)
 	if (n == 0)
 		return 0;
 	if (!__atomic_load_n(&vm_read_refused, __ATOMIC_RELAXED)) {
-		ssize_t got = process_vm_readv(getpid(), &local, 1, &remote, 1,
+		ssize_t got = process_vm_readv(self_pid(), &local, 1, &remote, 1,
 		                               0);
 
 		if (got == (ssize_t)n) {
@@ -203,7 +259,7 @@ static int one_buffer_readable(const void *base, size_t len)
 	ssize_t got;
 
 	local.iov_len = n;
-	got = process_vm_readv(getpid(), &local, 1, remote, n, 0);
+	got = process_vm_readv(self_pid(), &local, 1, remote, n, 0);
 	if (got == (ssize_t)n)
 		return 1;
 	if (got >= 0 || errno == EFAULT)

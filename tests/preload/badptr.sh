@@ -12,7 +12,9 @@
 # the hooks checked what they read, the second run died with SIGSEGV at
 # "sendmsg bad msghdr" and the third at its first case, "connect bad
 # address" (unmatched: with any rule set, every connect's address is
-# matched).
+# matched).  Last, the child of a raw clone(2) sends from a page it
+# unmapped, which its parent still has: with the process id the checks
+# name the memory by cached in an ordinary variable, it died of SIGSEGV.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 client=$builddir/tests/preload/badptr_client
 [ -x "$client" ] || fail "$client not built"

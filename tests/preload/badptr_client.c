@@ -28,10 +28,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The bad arguments are the point: the compiler is not to refuse them. */
@@ -290,6 +293,47 @@ static void cases(int kind)
 #undef MSG
 }
 
+/*
+ * A child made by a raw clone(2), with no CLONE_VM and no hook of the
+ * preload's to see it (as a program calling syscall() makes one), sends
+ * from a page it unmapped after the clone, which its parent still has
+ * mapped.  The kernel answers EFAULT.  A preload that named the child's
+ * memory by an id cached in the parent would ask the parent's memory,
+ * find the page readable, read it, and die (usermem.c keeps that id in a
+ * page the kernel zeroes in every child).
+ */
+static void raw_clone_case(void)
+{
+	char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	long child;
+	int status;
+
+	if (page == MAP_FAILED)
+		die("mmap");
+	memset(page, 'x', 4096);
+	printf("send from a page unmapped in a raw clone's child, matched: ");
+	fflush(stdout);
+	child = syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
+	if (child < 0)
+		die("clone");
+	if (child == 0) {
+		int fd = pair(1);
+		long rc;
+
+		munmap(page, 4096);
+		errno = 0;
+		rc = (long)send(fd, page, 64, 0);
+		report(rc, errno, 0);
+		_exit(0);
+	}
+	if (waitpid((pid_t)child, &status, 0) != (pid_t)child)
+		die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		printf("the child ended with status %d\n", status);
+	munmap(page, 4096);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3)
@@ -313,5 +357,6 @@ int main(int argc, char **argv)
 	cases(0);
 	kind_name = "matched";
 	cases(1);
+	raw_clone_case();
 	return 0;
 }
