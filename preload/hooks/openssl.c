@@ -65,7 +65,8 @@ static struct {
  * the same address). */
 #define REAL(field, name) \
 	(__atomic_load_n(&real.field, __ATOMIC_ACQUIRE) != NULL \
-	 ? real.field : resolve((void **)&real.field, name))
+	 ? real.field \
+	 : (__typeof__(real.field))resolve((void **)&real.field, name))
 
 static void *resolve(void **slot, const char *name)
 {
