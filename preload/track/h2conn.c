@@ -244,11 +244,6 @@ static __thread struct planned planned __attribute__((tls_model("initial-exec"))
 #define OPENS_ONLY (AGILE_H2_REPORT(AGILE_H2_EV_STREAM_OPEN) | \
                     AGILE_H2_REPORT(AGILE_H2_EV_RST_STREAM))
 
-void agile__h2conn_unplan(void)
-{
-	planned.c = NULL;
-}
-
 bool agile__h2conn_plan(const struct agile_fd *t, const struct iovec *iov,
                         int count, size_t len, struct agile_h2_plan *plan)
 {

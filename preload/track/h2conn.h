@@ -55,10 +55,6 @@ bool agile__h2conn_open(struct agile_fd *t, bool verdicts);
 bool agile__h2conn_plan(const struct agile_fd *t, const struct iovec *iov,
                         int count, size_t len, struct agile_h2_plan *plan);
 
-/* This thread's send goes without the plan it made last (no plan, or a
- * send that is not the planned one): agile__h2conn_sent walks its bytes. */
-void agile__h2conn_unplan(void);
-
 /* How a stream's round trip ended, for the caller to record: answered
  * (its first response HEADERS) or truncated, after `rtt_ns`, at `now`.
  * `fields`: what the answer's block said, NULL when it was not decoded;
