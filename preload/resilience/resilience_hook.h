@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "fdtable.h"
+#include "http.h" /* agile__http_interim */
 #include "resilience.h"
 #include "rules.h"
 #include "state.h"
@@ -230,11 +231,5 @@ bool agile__clients_admit(struct agile_state_resilience *z,
 size_t agile__clients_address(const struct agile_resilience_config *c,
                               const struct sockaddr *addr, socklen_t len,
                               uint8_t out[AGILE_CLIENTS_ADDRESS_MAX]);
-/* Whether data[0, len) is one or more whole HTTP/1.x interim responses
- * (a 1xx status other than 101, headers through the blank line) and
- * nothing else: "HTTP/1.1 100 Continue\r\n\r\n" as a client reads it
- * before it sends a body.  A read that also holds the final response, or
- * cuts an interim one short, is not.  Pure. */
-bool agile__http_interim(const void *data, size_t len);
 
 #endif /* AGILE_PRELOAD_RESILIENCE_HOOK_H */

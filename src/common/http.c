@@ -33,9 +33,9 @@
  * Inbound (inbound.c) uses agile__http_status, agile__http_request, the
  * lists (agile__http_in_list) and agile__http_cache_hit.
  *
- * Whatever proto= says, track.c asks agile__http_interim whether a read
- * that would end a request holds only interim (1xx) responses, which
- * answer no request (see there).
+ * Whatever proto= says, the receive path (preload/track/recv.c) asks
+ * agile__http_read_verdict (http.h) whether a read that would end a request
+ * holds only interim (1xx) responses, which answer no request (see there).
  */
 #include "config.h"
 
@@ -46,6 +46,7 @@
 #include "atomics.h"
 #include "internal.h"
 #include "h2hpack.h"
+#include "http.h"
 #include "resilience_hook.h"
 
 /* The end of the headers (or of the data, if they are cut short). */

@@ -50,6 +50,17 @@
  *   - Early data (0-RTT, type 23 before the server's first record) and a
  *     ClientHello split over records are not followed: AGILE_TLS_OFF.
  *
+ * A receive is classified twice over.  agile__tls_received returns the
+ * set of AGILE_TLS_RECV_* facts its records carried, because one read may
+ * hold several records and a read split in pieces must carry the same
+ * facts as the whole (the union of the pieces': tests/fuzz/fuzz_tls.c
+ * checks it).  agile__tls_read_verdict makes of that set the read's one
+ * verdict (read_verdict.h), the one the receive path dispatches on; the
+ * two facts that can come beside it, LATE_FINISH and GOODBYE_ANSWERED,
+ * are not verdicts of their own but corrections of what the walker took
+ * for a send earlier (a client flight's end, a goodbye), and stay bits for
+ * the caller to apply with whatever the verdict is.
+ *
  * Pure: no system call, no clock; the caller passes the bytes.  Fields are
  * read and written with relaxed atomics (a TLS library never drives one
  * connection from two threads at once, but a plain socket's detection must
@@ -62,6 +73,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
+
+#include "read_verdict.h"
 
 /* Where the connection is, as far as its records tell. */
 enum agile_tls_stage {
@@ -134,6 +147,28 @@ enum agile_tls_send {
                                             close_notify-sized record: it
                                             was a request */
 #define AGILE_TLS_RECV_PLAIN 0x10        /* not TLS, or no longer followed */
+
+/* The facts of a receive that are not its verdict but correct an earlier
+ * send's (see the opening comment): the caller applies them beside it. */
+#define AGILE_TLS_RECV_CORRECTIONS (AGILE_TLS_RECV_LATE_FINISH | \
+                                    AGILE_TLS_RECV_GOODBYE_ANSWERED)
+
+/* The verdict on a receive whose facts are `bits`, without
+ * AGILE_TLS_RECV_PLAIN (a receive with it is not the walker's to judge):
+ * the server's first record is the handshake's answer, AGILE_READ_SETUP,
+ * even with application data behind it in the same read (the caller then
+ * applies AGILE_TLS_RECV_RESPONSE after the setup); otherwise application
+ * data is
+ * AGILE_READ_RESPONSE, and anything else (handshake records, tickets,
+ * alerts, the rest of a record) AGILE_READ_DATA. */
+static inline enum agile__read_verdict agile__tls_read_verdict(unsigned bits)
+{
+	if (bits & AGILE_TLS_RECV_HELLO_ANSWER)
+		return AGILE_READ_SETUP;
+	if (bits & AGILE_TLS_RECV_RESPONSE)
+		return AGILE_READ_RESPONSE;
+	return AGILE_READ_DATA;
+}
 
 /* The stage and the flags, loaded relaxed. */
 static inline uint8_t agile__tls_stage(const struct agile_tls *tls)
