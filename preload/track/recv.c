@@ -55,8 +55,8 @@ static struct agile_fd *request_owner(struct agile_fd *t)
 	return p;
 }
 
-/* One read, as its handler sees it. */
-struct read {
+/* What one read received, as its handler sees it. */
+struct received {
 	struct agile_fd *t;          /* the descriptor read */
 	struct agile_fd *r;          /* whose request it answers (request_owner) */
 	struct agile_state_slot *s;  /* t's destination's slot */
@@ -67,14 +67,14 @@ struct read {
 	unsigned tls_bits;           /* TLS records: their AGILE_TLS_RECV_* facts */
 };
 
-typedef void read_handler(struct read *rd);
+typedef void read_handler(struct received *rd);
 
 /* ---- TLS records: their facts, from agile__tls_received ---------------- */
 
 /* What every read of TLS records records first: the connection is up, and
  * the corrections the records carry beside their verdict (tls.h).  Returns
  * the time of the read. */
-static int64_t records_arrived(struct read *rd)
+static int64_t records_arrived(struct received *rd)
 {
 	int64_t now;
 
@@ -98,7 +98,7 @@ static int64_t records_arrived(struct read *rd)
 
 /* Application data: the answer to the request in flight, if there is one;
  * the ticket rule may hold its round trip open (tls.h). */
-static void records_answer(struct read *rd, int64_t now)
+static void records_answer(struct received *rd, int64_t now)
 {
 	struct agile_fd *t = rd->t, *r = rd->r;
 	int64_t start, end, seen;
@@ -125,7 +125,7 @@ static void records_answer(struct read *rd, int64_t now)
 
 /* AGILE_READ_DATA from records: handshake records, tickets, alerts, the
  * rest of a record; the request in flight, if any, stays so. */
-static void records_data(struct read *rd)
+static void records_data(struct received *rd)
 {
 	int64_t now = records_arrived(rd);
 
@@ -136,7 +136,7 @@ static void records_data(struct read *rd)
  * ClientHello.  No sample: the handshake's round trip is not the
  * downstream's answer to a request.  The connection's grant also covers
  * its first application request. */
-static void records_setup(struct read *rd)
+static void records_setup(struct received *rd)
 {
 	int64_t now = records_arrived(rd);
 
@@ -153,7 +153,7 @@ static void records_setup(struct read *rd)
 
 /* AGILE_READ_RESPONSE from records: application data answers the request
  * in flight. */
-static void records_response(struct read *rd)
+static void records_response(struct received *rd)
 {
 	int64_t now = records_arrived(rd);
 
@@ -165,7 +165,7 @@ static void records_response(struct read *rd)
 
 /* AGILE_READ_DATA from bytes: more of a response, or bytes no request
  * waited for; the connection is up. */
-static void bytes_data(struct read *rd)
+static void bytes_data(struct received *rd)
 {
 	store8(&rd->t->phase, AGILE_FD_CONNECTED);
 }
@@ -192,7 +192,7 @@ request_over(struct agile_fd *r, int64_t *end)
 /* AGILE_READ_SETUP from bytes: a proxy's answer in its handshake ends the
  * request that set the tunnel up, as the TCP handshake does, with no
  * sample (agile__track_opens_tunnel). */
-static void bytes_setup(struct read *rd)
+static void bytes_setup(struct received *rd)
 {
 	int64_t now = 0;
 	bool over = request_over(rd->r, &now) != 0;
@@ -214,7 +214,7 @@ static void bytes_setup(struct read *rd)
  * HTTP/2 SETTINGS (nghttpd sends it at once), a PING or a WINDOW_UPDATE is
  * the same (http2.h).
  */
-static void bytes_interim(struct read *rd)
+static void bytes_interim(struct received *rd)
 {
 	__atomic_store_n(&rd->r->response_ns, 0, __ATOMIC_RELEASE);
 	store8(&rd->t->phase, AGILE_FD_CONNECTED);
@@ -224,7 +224,7 @@ static void bytes_interim(struct read *rd)
 /* AGILE_READ_RESPONSE from bytes: the first bytes of the answer end the
  * request in flight with one round-trip sample (request.c reads them for
  * proto=http). */
-static void bytes_response(struct read *rd)
+static void bytes_response(struct received *rd)
 {
 	int64_t now = 0, start = request_over(rd->r, &now);
 
@@ -238,7 +238,7 @@ static void bytes_response(struct read *rd)
 
 /* An end of file or a reset ended the request in flight before any
  * response byte: its round trip is a lower bound. */
-static __attribute__((noinline)) void request_truncated(struct read *rd)
+static __attribute__((noinline)) void request_truncated(struct received *rd)
 {
 	struct agile_state_slot *s = rd->s;
 	int64_t start, now = 0;
@@ -258,7 +258,7 @@ static __attribute__((noinline)) void request_truncated(struct read *rd)
  * test comes first, and request_truncated is kept out of line so that
  * they do not pay for saving the registers it needs (about 15
  * instructions a read, callgrind under ab). */
-static void bytes_truncated(struct read *rd)
+static void bytes_truncated(struct received *rd)
 {
 	tls_answer_held(rd->t, 0);
 	if (load8(&rd->r->request) == AGILE_REQ_IN_FLIGHT)
@@ -267,7 +267,7 @@ static void bytes_truncated(struct read *rd)
 
 /* AGILE_READ_UNREACHABLE: the connect failed, as its first read tells
  * (connect.c classifies it). */
-static void bytes_unreachable(struct read *rd)
+static void bytes_unreachable(struct received *rd)
 {
 	tls_answer_held(rd->t, 0);
 	agile__track_connect_failed(rd->t, rd->s, rd->error, false);
@@ -328,7 +328,7 @@ static bool h2_walked(struct agile_fd *t, ssize_t result,
 
 /* The byte-level rules' verdict on a read of bytes (result > 0) or an end
  * of file or failure (result <= 0) on a connection no walker follows. */
-static enum agile__read_verdict bytes_verdict(const struct read *rd)
+static enum agile__read_verdict bytes_verdict(const struct received *rd)
 {
 	size_t n = (size_t)rd->result;
 
@@ -354,7 +354,7 @@ static enum agile__read_verdict bytes_verdict(const struct read *rd)
  * connection; then an HTTP/2 walker, which records what it walks itself;
  * then the byte-level rules.
  */
-static enum agile__read_verdict classify(struct read *rd, size_t asked,
+static enum agile__read_verdict classify(struct received *rd, size_t asked,
                                          const struct iovec *iov, int count,
                                          bool peek, int *from)
 {
@@ -396,7 +396,7 @@ void agile__track_recv_after(struct agile_fd *t, ssize_t result, int error,
                              size_t asked, const struct iovec *iov, int count,
                              bool peek)
 {
-	struct read rd = { .t = t, .result = result, .error = error };
+	struct received rd = { .t = t, .result = result, .error = error };
 	enum agile__read_verdict verdict;
 	int from = FROM_BYTES;
 
