@@ -229,7 +229,7 @@ static bool interim(const char *text)
 
 /* What a client reads between "Expect: 100-continue" and its body, and
  * what it does not: only whole interim responses and nothing else answer
- * no request (track.c keeps the request in flight for them). */
+ * no request (recv.c keeps the request in flight for them). */
 START_TEST(interim_responses_alone)
 {
 	ck_assert(interim("HTTP/1.1 100 Continue\r\n\r\n"));
@@ -255,6 +255,11 @@ START_TEST(interim_responses_alone)
 	ck_assert(!interim("+OK\r\n"));
 	ck_assert(!agile__http_interim(NULL, 0));
 	ck_assert(!agile__http_interim("HTTP/1.1 100 Continue\r\n\r\n", 0));
+	/* The same, as the receive path asks (read_verdict.h). */
+	ck_assert_int_eq(agile__http_read_verdict("HTTP/1.1 100 Continue\r\n\r\n",
+	                                          25), AGILE_READ_INTERIM);
+	ck_assert_int_eq(agile__http_read_verdict("HTTP/1.1 200 OK\r\n\r\n", 19),
+	                 AGILE_READ_RESPONSE);
 }
 END_TEST
 

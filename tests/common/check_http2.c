@@ -113,6 +113,11 @@ START_TEST(reads_that_answer_no_request)
 	ck_assert(!agile__h2_no_response(SETTINGS, 10));
 	ck_assert(!agile__h2_no_response(NULL, 9));
 	ck_assert(!agile__h2_no_response(SETTINGS, 0));
+	/* The same, as the receive path asks (read_verdict.h). */
+	ck_assert_int_eq(agile__h2_read_verdict(SETTINGS, sizeof(SETTINGS) - 1),
+	                 AGILE_READ_INTERIM);
+	ck_assert_int_eq(agile__h2_read_verdict(HEADERS, sizeof(HEADERS) - 1),
+	                 AGILE_READ_RESPONSE);
 }
 END_TEST
 

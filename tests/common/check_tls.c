@@ -653,6 +653,34 @@ START_TEST(starts_hello_on_a_plain_connection)
 }
 END_TEST
 
+/* A receive's facts make one verdict (tls.h): the handshake's answer
+ * wins over data behind it, application data is a response whatever it
+ * corrects, and the corrections alone answer nothing. */
+START_TEST(read_verdict_of_the_facts)
+{
+	ck_assert_int_eq(agile__tls_read_verdict(0), AGILE_READ_DATA);
+	ck_assert_int_eq(agile__tls_read_verdict(AGILE_TLS_RECV_HELLO_ANSWER),
+	                 AGILE_READ_SETUP);
+	ck_assert_int_eq(agile__tls_read_verdict(AGILE_TLS_RECV_HELLO_ANSWER |
+	                                         AGILE_TLS_RECV_RESPONSE),
+	                 AGILE_READ_SETUP);
+	ck_assert_int_eq(agile__tls_read_verdict(AGILE_TLS_RECV_RESPONSE),
+	                 AGILE_READ_RESPONSE);
+	ck_assert_int_eq(agile__tls_read_verdict(AGILE_TLS_RECV_LATE_FINISH |
+	                                         AGILE_TLS_RECV_RESPONSE),
+	                 AGILE_READ_RESPONSE);
+	ck_assert_int_eq(agile__tls_read_verdict(
+	                         AGILE_TLS_RECV_GOODBYE_ANSWERED |
+	                         AGILE_TLS_RECV_RESPONSE),
+	                 AGILE_READ_RESPONSE);
+	ck_assert_int_eq(agile__tls_read_verdict(AGILE_TLS_RECV_LATE_FINISH),
+	                 AGILE_READ_DATA);
+	ck_assert_uint_eq(AGILE_TLS_RECV_CORRECTIONS &
+	                  (AGILE_TLS_RECV_HELLO_ANSWER | AGILE_TLS_RECV_RESPONSE |
+	                   AGILE_TLS_RECV_PLAIN), 0);
+}
+END_TEST
+
 static Suite *tls_suite(void)
 {
 	Suite *s = suite_create("tls");
@@ -674,6 +702,7 @@ static Suite *tls_suite(void)
 	tcase_add_test(tc, plain_protocols_are_given_up);
 	tcase_add_test(tc, gives_up_on_what_it_cannot_follow);
 	tcase_add_test(tc, starts_hello_on_a_plain_connection);
+	tcase_add_test(tc, read_verdict_of_the_facts);
 	suite_add_tcase(s, tc);
 	return s;
 }
