@@ -173,8 +173,9 @@ static void bytes_data(struct received *rd)
 /* The request in flight is over: returns its start and the time it ended
  * (a readiness stamped while the thread waited, if it is the earlier), or
  * 0 when none was in flight.  Inline in each handler: called out of line
- * it cost the receive path about 15 instructions a read (callgrind, under
- * tests/fault/instructions.sh's redis-benchmark). */
+ * it cost the receive path about 15 instructions a read (callgrind's
+ * inclusive count of agile__track_recv_after under the redis-benchmark of
+ * tests/fault/instructions.sh). */
 static inline __attribute__((always_inline)) int64_t
 request_over(struct agile_fd *r, int64_t *end)
 {
@@ -257,7 +258,7 @@ static __attribute__((noinline)) void request_truncated(struct received *rd)
  * Most ends of file come after the response, with none in flight: that
  * test comes first, and request_truncated is kept out of line so that
  * they do not pay for saving the registers it needs (about 15
- * instructions a read, callgrind under ab). */
+ * instructions a read, counted as above under its ab run). */
 static void bytes_truncated(struct received *rd)
 {
 	tls_answer_held(rd->t, 0);
