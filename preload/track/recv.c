@@ -385,6 +385,8 @@ static enum agile__read_verdict classify(struct received *rd, size_t asked,
 		return AGILE_READ_NONE;
 	*from = FROM_BYTES;
 	rd->r = request_owner(t);
+	rd->data = NULL;
+	rd->data_len = 0;
 	if (result > 0 && iov != NULL && count > 0) {
 		rd->data = iov[0].iov_base;
 		rd->data_len = iov[0].iov_len < (size_t)result
@@ -397,7 +399,9 @@ void agile__track_recv_after(struct agile_fd *t, ssize_t result, int error,
                              size_t asked, const struct iovec *iov, int count,
                              bool peek)
 {
-	struct received rd = { .t = t, .result = result, .error = error };
+	/* Each field is set where it is known (classify, then slot_of):
+	 * a read pays for no zeroing of what its handler never reads. */
+	struct received rd;
 	enum agile__read_verdict verdict;
 	int from = FROM_BYTES;
 
@@ -406,6 +410,9 @@ void agile__track_recv_after(struct agile_fd *t, ssize_t result, int error,
 		errno = error;
 		return;
 	}
+	rd.t = t;
+	rd.result = result;
+	rd.error = error;
 	verdict = classify(&rd, asked, iov, count, peek, &from);
 	/* A read that may end a request (its own or its duplicate's) or
 	 * classify a connect is recorded only for a socket still the one
