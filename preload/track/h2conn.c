@@ -50,6 +50,10 @@ struct h2conn {
 	 * is claimed there and after one is freed, so that a lookup that
 	 * reads 0 may stop at the home slot. */
 	uint32_t displaced;
+	/* The highest stream id entered in the table (agile__h2conn_opening),
+	 * 0 none; lowered again to what the walker saw sent when a send
+	 * fails (drop_unsent). */
+	uint32_t entered_max;
 	struct h2stream streams[H2CONN_STREAMS];
 };
 
@@ -291,12 +295,25 @@ void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
 {
 	struct h2conn *c = entry_of(t);
 
+	uint32_t seen;
+
 	if (c == NULL || stream == 0)
 		return;
-	/* Already there: a kernel's short write cut its frame header, and
-	 * the send of the rest plans it again. */
-	if (find_stream(c, stream) != NULL)
-		return;
+	/* Entered already, and perhaps ended since: a send's first stream
+	 * enters before the call, and the walk of the same bytes after it
+	 * finds that stream opened again, by when another thread may have
+	 * read its answer and taken it out of the table (grpcio's reader
+	 * did, and the stream entered a second time was truncated at close
+	 * a second later: grpc_status.sh's extra sample); or a kernel's
+	 * short write cut its frame header, and the send of the rest plans
+	 * it again.  A client's stream ids only rise. */
+	seen = __atomic_load_n(&c->entered_max, __ATOMIC_ACQUIRE);
+	do {
+		if (stream <= seen)
+			return;
+	} while (!__atomic_compare_exchange_n(&c->entered_max, &seen, stream,
+	                                      false, __ATOMIC_ACQ_REL,
+	                                      __ATOMIC_ACQUIRE));
 	(void)claim_stream(c, stream, start_ns);
 }
 
@@ -380,6 +397,8 @@ static void drop_unsent(struct h2conn *c)
 		    __atomic_exchange_n(&st->start_ns, 0, __ATOMIC_ACQ_REL) != 0)
 			free_stream(c, st, id);
 	}
+	/* The send of those goes again, and enters them again. */
+	__atomic_store_n(&c->entered_max, last, __ATOMIC_RELEASE);
 }
 
 int agile__h2conn_sent(struct agile_fd *t, const struct iovec *iov,

@@ -71,7 +71,10 @@ typedef bool agile_h2conn_excluded_fn(const struct agile_fd *t,
 /* The send about to go opens `stream` (agile_h2_plan's), timed from
  * start_ns, just before the real call: entered in the table now, since
  * another thread may read its answer before this one has walked the send.
- * A full table (128 streams in flight) leaves it unsampled. */
+ * A stream is entered once: asked again for an id at or below the highest
+ * entered (the walk after the send finds the stream it opened, whose
+ * answer may have ended it by then), nothing happens.  A full table (128
+ * streams in flight) leaves it unsampled. */
 void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
                            int64_t start_ns);
 
