@@ -47,6 +47,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -54,6 +55,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -213,6 +216,8 @@ enum op_id {
 	OP_VALIDATE,
 	OP_BUCKET_CHECK,
 	OP_TICK,
+	OP_VM_READ,
+	OP_PAGE_PROBE,
 	OP_COUNT
 };
 
@@ -236,7 +241,37 @@ static const struct op_desc ops[OP_COUNT] = {
 	[OP_BUCKET_CHECK] = {"bucket_check", "bucket check: the preload's "
 	                     "check before each grant", 200000, 0},
 	[OP_TICK] = {"tick", "tick: drain + control step", 2000, 0},
+	[OP_VM_READ] = {"vm_read", "process_vm_readv of one byte of one's "
+	                "own (the preload's check of a send, before)",
+	                20000, 0},
+	[OP_PAGE_PROBE] = {"page_probe", "rt_sigprocmask probe of one page "
+	                   "(the check of a send of up to 4 pages, now)",
+	                   20000, 0},
 };
+
+/* The two ways preload/usermem.c asks the kernel whether the program's
+ * memory can be read: process_vm_readv on the process itself (the id
+ * cached, as the preload caches it), or the rt_sigprocmask probe, which
+ * copies 8 bytes of the page in and rejects its invalid `how`. */
+static char probe_bytes[64];
+static pid_t self_pid;
+
+OP void op_vm_read(void);
+OP void op_vm_read(void)
+{
+	char sink;
+	struct iovec local = { &sink, 1 }, remote = { probe_bytes, 1 };
+
+	(void)process_vm_readv(self_pid, &local, 1, &remote, 1, 0);
+}
+
+OP void op_page_probe(void);
+OP void op_page_probe(void)
+{
+	(void)syscall(SYS_rt_sigprocmask, -1L,
+	              (long)((uintptr_t)probe_bytes & ~(uintptr_t)4095), 0L,
+	              (long)(_NSIG / 8));
+}
 
 /* Measured once, subtracted from each timed control step. */
 static double clock_cost_ns;
@@ -301,6 +336,14 @@ static double run_op(enum op_id op, uint64_t calls, uint64_t stream)
 		tick_ns = (double)total / (double)calls - clock_cost_ns;
 		return tick_ns < 0 ? 0 : tick_ns;
 	}
+	case OP_VM_READ:
+		for (uint64_t i = 0; i < calls; i++)
+			op_vm_read();
+		break;
+	case OP_PAGE_PROBE:
+		for (uint64_t i = 0; i < calls; i++)
+			op_page_probe();
+		break;
 	case OP_COUNT:
 		break;
 	}
@@ -567,6 +610,8 @@ int main(int argc, char **argv)
 	uint64_t calls = 100000;
 	double single[OP_COUNT], contended[OP_COUNT], instructions[OP_COUNT];
 	int c;
+
+	self_pid = getpid();
 
 	while ((c = getopt(argc, argv, "r:i:c:n:")) != -1) {
 		switch (c) {

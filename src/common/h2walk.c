@@ -306,6 +306,31 @@ static size_t walk_preface(struct agile_h2_flow *f, const uint8_t *p,
 	return take;
 }
 
+/* The header block bytes of the current frame among the n at p (its
+ * padding after them is skipped): how many are walked, reported as a
+ * FRAGMENT when the flow asks for them.  A flow that does not, inside a
+ * block begun under another mask (a plan's copy of a flow in one), walks
+ * them in silence. */
+static size_t walk_fragment(struct agile_h2_flow *f, const uint8_t *p,
+                            size_t n, struct agile_h2_event *ev)
+{
+	size_t take = f->left - f->pad;
+
+	if (take > n)
+		take = n;
+	f->left -= (uint32_t)take;
+	if (f->left == f->pad)
+		f->part = PART_SKIP;
+	if (take > 0 && wants(f, AGILE_H2_EV_FRAGMENT)) {
+		ev->type = AGILE_H2_EV_FRAGMENT;
+		ev->stream = f->block_stream;
+		ev->flags = f->block_flags & AGILE_H2_PUSH;
+		ev->fragment = p;
+		ev->fragment_len = take;
+	}
+	return take;
+}
+
 size_t agile__h2_walk(struct agile_h2_flow *f, const uint8_t *p, size_t n,
                       struct agile_h2_event *ev)
 {
@@ -392,31 +417,10 @@ size_t agile__h2_walk(struct agile_h2_flow *f, const uint8_t *p, size_t n,
 				after_prefix(f);
 			break;
 		case PART_FRAGMENT:
-			take = f->left - f->pad;
-			if (take == 0) {
-				f->part = PART_SKIP;
-				break;
-			}
-			if (take > n - i)
-				take = n - i;
-			if (!wants(f, AGILE_H2_EV_FRAGMENT)) {
-				/* A block begun under another mask (a
-				 * plan's copy of a flow inside one). */
-				f->left -= (uint32_t)take;
-				i += take;
-				if (f->left == f->pad)
-					f->part = PART_SKIP;
-				break;
-			}
-			ev->type = AGILE_H2_EV_FRAGMENT;
-			ev->stream = f->block_stream;
-			ev->flags = f->block_flags & AGILE_H2_PUSH;
-			ev->fragment = p + i;
-			ev->fragment_len = take;
-			f->left -= (uint32_t)take;
-			if (f->left == f->pad)
-				f->part = PART_SKIP;
-			return i + take;
+			i += walk_fragment(f, p + i, n - i, ev);
+			if (ev->type != AGILE_H2_EV_NONE)
+				return i;
+			break;
 		case PART_FIELD:
 			take = field_size(f->type) - f->field_have;
 			if (take > n - i)
