@@ -6,38 +6,40 @@
  * that can say whether a range is readable without a signal, and a SIGSEGV
  * handler is out of the question in a guest library (it would take the
  * program's own).  Readability is a property of pages, so a range is
- * checked by asking for one byte of each page it touches, all of them in
- * one process_vm_readv(2) on this very process (always permitted: no
- * ptrace check applies to one's own address space).  That is one system
- * call per checked send, whatever its size (a 1 MiB send touches 257
- * pages, in two calls of PROBE_BATCH).
+ * checked by asking about one byte of each page it touches, in one of two
+ * ways:
  *
- * The process's own id for that call is cached in a page of its own that
- * the kernel zeroes in every child (MADV_WIPEONFORK, Linux 4.14): a fork,
- * or a raw clone(2) without CLONE_VM that no hook of the preload saw,
- * reads 0 there and asks getpid() once; a thread, a vfork child or a
- * CLONE_VM child shares the memory, and the id of the process whose
- * memory it is is the right one to read it through.  A getpid() per check
- * was half of the system calls the preload added to a send (two checks
- * of a writev, its array and its bytes: four calls where two do).
- * Without the page (an older kernel, a filter refusing madvise) each
- * check asks getpid().
+ *   - rt_sigprocmask(2) given an invalid `how`, one call per page: the
+ *     kernel copies the page's first 8 bytes in as the set (EFAULT when it
+ *     cannot) before it rejects `how` (EINVAL), and changes nothing;
+ *   - process_vm_readv(2) on this very process (always permitted: no
+ *     ptrace check applies to one's own address space), one call for up to
+ *     PROBE_BATCH pages (a 1 MiB send touches 257 pages: two calls).
  *
- * A range of a few pages is checked a page at a time instead, with
- * rt_sigprocmask(2) given an invalid `how`: the kernel copies the 8-byte
- * set in (EFAULT when it cannot) before it rejects `how` (EINVAL), and
- * changes nothing.  process_vm_readv pins the pages it reads: on this
- * project's machine (KVM, Linux 6.18) one byte of one's own costs it
- * 1.5 us of CPU, where the probe costs 0.22 us, about what any trivial
- * system call does (scripts/bench-hotpath), and a send's check was most
- * of what the preload added to a redis request.  So up to PROBE_PAGES_MAX pages go one by
- * one, more in one process_vm_readv; and every page one by one where a
+ * process_vm_readv pins the pages it reads: on this project's machine
+ * (KVM, Linux 6.18) one byte of one's own costs it 1.5 us of CPU, where
+ * the probe costs 0.22 us, about what any trivial system call does
+ * (scripts/bench-hotpath), and a send's check was most of what the preload
+ * added to a redis request.  So up to PROBE_PAGES_MAX pages are probed one
+ * by one, more go in one process_vm_readv, and every page is probed where a
  * seccomp filter refuses process_vm_readv.  Not under Valgrind: memcheck
  * checks the probe's 8 bytes, and would report the program's own
- * uninitialised bytes near a buffer as errors.  Rejected: msync(2) and mincore(2), one call for a
- * whole range, say whether pages are mapped but not whether they may be
- * read (a PROT_NONE guard page passes); reading through /proc/self/mem
- * needs a descriptor the program would see.
+ * uninitialised bytes near a buffer as errors.
+ *
+ * The process's own id for process_vm_readv is cached in a page of its own
+ * that the kernel zeroes in every child (MADV_WIPEONFORK, Linux 4.14): a
+ * fork, or a raw clone(2) without CLONE_VM that no hook of the preload saw,
+ * reads 0 there and asks getpid() once; a thread, a vfork child or a
+ * CLONE_VM child shares the memory, and the id of the process whose memory
+ * it is is the right one to read it through.  A getpid() per check was
+ * half of the system calls the preload added to a send.  Without the page
+ * (an older kernel, a filter refusing madvise) each such check asks
+ * getpid().
+ *
+ * Rejected: msync(2) and mincore(2), one call for a whole range, say
+ * whether pages are mapped but not whether they may be read (a PROT_NONE
+ * guard page passes); reading through /proc/self/mem needs a descriptor
+ * the program would see.
  */
 #include "config.h"
 
@@ -282,10 +284,10 @@ bool agile__iov_array_readable(const struct iovec *iov, long count)
 	return ok;
 }
 
-/* The common send: one buffer on at most two pages, asked in one call
- * without the batch (callgrind: the batch cost redis-benchmark 500
- * instructions a request, tests/fault/instructions.sh).  -1 when the
- * call is refused. */
+/* The common send: one buffer on at most two pages, asked without the
+ * ranges' batch and probe_batch's sink (callgrind: those cost
+ * redis-benchmark 500, then about 100, instructions a request,
+ * tests/fault/instructions.sh).  -1 when process_vm_readv is refused. */
 static int one_buffer_readable(const void *base, size_t len)
 {
 	uintptr_t at = (uintptr_t)base, last = at + len - 1;
@@ -304,6 +306,7 @@ static int one_buffer_readable(const void *base, size_t len)
 		return 1;
 	if (got >= 0 || errno == EFAULT)
 		return 0;
+	__atomic_store_n(&vm_read_refused, 1, __ATOMIC_RELAXED);
 	return -1;
 }
 
@@ -316,15 +319,14 @@ bool agile__iov_readable(const struct iovec *iov, int count)
 	if (count == 1 && iov != NULL && iov[0].iov_len > 0 &&
 	    iov[0].iov_len <= PROBE_STEP &&
 	    (uintptr_t)iov[0].iov_base + iov[0].iov_len >
-	            (uintptr_t)iov[0].iov_base &&
-	    !__atomic_load_n(&vm_read_refused, __ATOMIC_RELAXED)) {
+	            (uintptr_t)iov[0].iov_base) {
 		int rc = one_buffer_readable(iov[0].iov_base, iov[0].iov_len);
 
 		if (rc >= 0) {
 			errno = saved;
 			return rc == 1;
 		}
-		__atomic_store_n(&vm_read_refused, 1, __ATOMIC_RELAXED);
+		/* Refused (noted by probe_batch): the ranges' way probes. */
 	}
 
 	if (count < 0 || count > IOV_MAX)

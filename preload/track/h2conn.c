@@ -294,7 +294,6 @@ void agile__h2conn_opening(const struct agile_fd *t, uint32_t stream,
                            int64_t start_ns)
 {
 	struct h2conn *c = entry_of(t);
-
 	uint32_t seen;
 
 	if (c == NULL || stream == 0)
