@@ -15,15 +15,18 @@
  * lookup.
  *
  * Refused with proto=http, a request is answered 429 with the Retry-After
- * of its bucket's next token, in whole seconds rounded up (inbound.c);
- * without it the connection is shed at accept.  A Retry-After is only
- * given where it can be honest: rounded up to a whole second, it must say
- * no later than one refill interval past the next token.  A bucket that
- * refills faster than once a second (client_rate=5: a token every 200 ms)
- * has its next token under a second away, where "1" would be up to 0.8 s
- * late and "0" would send a client that obeys it straight back to be
- * refused again: its refusals carry none, and the client's own backoff
- * decides.
+ * of its bucket's next token (inbound.c); without it the connection is
+ * shed at accept.  Whole seconds cannot say a next token that is under a
+ * second away, so the header says the whole second nearest it within one
+ * refill interval: rounded up where that is close enough (a retry then is
+ * served unless the client spent the token meanwhile), rounded down
+ * otherwise.  A bucket that refills faster than once a second
+ * (client_rate=5: a token every 200 ms) has its next token at most one
+ * interval away, where "1" would be up to 0.8 s late, so its refusals say
+ * "Retry-After: 0": retry now, the token is moments away.  A client that
+ * retries at once may be refused again, as it would without the header;
+ * the common ones (urllib3's Retry, curl --retry) read a 0 as no advice
+ * and back off their own way.
  */
 #include "config.h"
 
@@ -75,11 +78,13 @@ bool agile__clients_admit(struct agile_state_resilience *z,
 	                              retry_ns);
 	agile__shunlock(&z->clients_lock);
 	if (!allowed && *retry_ns > 0 && c->client_rate > 0) {
-		int64_t said = (*retry_ns + AGILE_NS_PER_S - 1) /
-		               AGILE_NS_PER_S * AGILE_NS_PER_S;
+		int64_t up = (*retry_ns + AGILE_NS_PER_S - 1) / AGILE_NS_PER_S *
+		             AGILE_NS_PER_S;
 
-		if ((double)(said - *retry_ns) > 1e9 / c->client_rate)
-			*retry_ns = 0;
+		/* The next token is at most one interval away: where "1" is
+		 * later than that, "0" is within it. */
+		*retry_ns = (double)(up - *retry_ns) > 1e9 / c->client_rate
+		            ? AGILE__RETRY_NOW : up;
 	}
 	return allowed;
 }

@@ -112,7 +112,7 @@ struct h2in {
 	uint32_t shedding;     /* the stream whose header block is being read,
 	                          to be shed; 0 none (the reading thread's) */
 	int32_t shed_status;   /* its answer's status; 0: RST_STREAM */
-	int64_t shed_retry_ns; /* its Retry-After, 0 none */
+	int64_t shed_retry_ns; /* its Retry-After (agile__retry_after_s) */
 	uint16_t queue_len;
 	uint8_t queue[QUEUE_MAX]; /* answers not written yet, whole frames */
 	struct stream streams[STREAMS];
@@ -333,12 +333,11 @@ static size_t answer(uint8_t *out, uint32_t id, int status, int64_t retry_ns,
 		b[n++] = 0x08; /* :status, static entry 8, literal value */
 		snprintf(text, sizeof(text), "%d", status);
 		n += put_string(b + n, text);
-		if (retry_ns > 0) {
+		if (agile__retry_after_s(retry_ns) >= 0) {
 			b[n++] = 0x0f; /* retry-after, static entry 53 */
 			b[n++] = 53 - 15;
 			snprintf(text, sizeof(text), "%lld",
-			         (long long)((retry_ns + AGILE_NS_PER_S - 1) /
-			                     AGILE_NS_PER_S));
+			         agile__retry_after_s(retry_ns));
 			n += put_string(b + n, text);
 		}
 	}

@@ -27,7 +27,8 @@ static inline int fd_of(const struct agile_fd *t)
 }
 
 /* Turn a connection away: answer it with `status` (0: not at all), a
- * Retry-After of retry_ns when > 0, then close it (inbound_shed.c). */
+ * Retry-After of retry_ns (agile__retry_after_s), then close it
+ * (inbound_shed.c). */
 void agile__inbound_shed(int fd, int status, int64_t retry_ns, int64_t now);
 /* Close the lingering answered connections that have waited long enough. */
 void agile__inbound_linger_expire(int64_t now);

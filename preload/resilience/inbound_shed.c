@@ -100,7 +100,8 @@ static const char *reason(int status)
 }
 
 /* The minimal answer of `status` into head[0, size): its length.  A
- * Retry-After of retry_ns, in whole seconds rounded up, when it is > 0. */
+ * Retry-After of retry_ns, in whole seconds (agile__retry_after_s), unless
+ * that says none. */
 static int answer(char *head, size_t size, int status, int64_t retry_ns,
                   bool close)
 {
@@ -108,16 +109,15 @@ static int answer(char *head, size_t size, int status, int64_t retry_ns,
 	                 status, reason(status),
 	                 close ? "Connection: close\r\n" : "");
 
-	if (retry_ns > 0)
+	if (agile__retry_after_s(retry_ns) >= 0)
 		n += snprintf(head + n, size - (size_t)n, "Retry-After: %lld\r\n",
-		              (long long)((retry_ns + AGILE_NS_PER_S - 1) /
-		                          AGILE_NS_PER_S));
+		              agile__retry_after_s(retry_ns));
 	n += snprintf(head + n, size - (size_t)n, "\r\n");
 	return n;
 }
 
 /* Turn a connection away: answer it with `status` (0: not at all), a
- * Retry-After of retry_ns when > 0, then close it. */
+ * Retry-After of retry_ns (agile__retry_after_s), then close it. */
 void agile__inbound_shed(int fd, int status, int64_t retry_ns, int64_t now)
 {
 	if (status > 0) {

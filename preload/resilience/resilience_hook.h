@@ -218,10 +218,25 @@ const char *agile__http_header(const void *data, size_t len, const char *name,
 
 /* ---- clients_hook.c ------------------------------------------------------ */
 
+/* A shed answer's retry_ns that says "Retry-After: 0" (0 says none). */
+#define AGILE__RETRY_NOW INT64_C(-1)
+
+/* The whole seconds a Retry-After says for retry_ns: rounded up when it is
+ * > 0, 0 for AGILE__RETRY_NOW, -1 (no header) for 0. */
+static inline long long agile__retry_after_s(int64_t retry_ns)
+{
+	if (retry_ns == AGILE__RETRY_NOW)
+		return 0;
+	return retry_ns > 0 ? (long long)((retry_ns + AGILE_NS_PER_S - 1) /
+	                                  AGILE_NS_PER_S)
+	                    : -1;
+}
+
 /* A listener's client_rate=: whether the client named by key[0, len) (its
  * masked address, or a header's value) may make a request at now_ns, from
- * the slot's shared table; refused, *retry_ns is when its next token
- * comes.  Sets the table up at its first use. */
+ * the slot's shared table; refused, *retry_ns is the Retry-After to answer
+ * with (agile__retry_after_s: clients_hook.c says which).  Sets the table
+ * up at its first use. */
 bool agile__clients_admit(struct agile_state_resilience *z,
                           const struct agile_resilience_config *c,
                           const void *key, size_t len, int64_t now_ns,
