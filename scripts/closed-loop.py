@@ -36,7 +36,8 @@ whenever base latency + 1/capacity is.  A fixed rate per phase, run, can
 only come under it.
 
 Usage: closed-loop.py --build DIR --out DIR [--quick] [--schedules a,b]
-                      [--clients ab,wrk,py] [--arms a,b] [--no-plots] [--keep]
+                      [--clients ab,wrk,py] [--arms a,b] [--arm NAME=KEYS]
+                      [--no-plots] [--keep]
 """
 import argparse
 import csv
@@ -459,7 +460,7 @@ def plot(out, sname, schedule, series, clients):
                 col = 3 + 2 * names.index((client, arm))
                 parts.append("'' using 1:%d with lines lw %d lc '%s' "
                              "title '%s'" % (col, 3 if arm == "default" else 1,
-                                             COLORS[arm], arm))
+                                             COLORS.get(arm, "#e69f00"), arm))
             f.write("plot " + ", \\\n  ".join(parts) + "\n")
             f.write("set logscale y\nset ylabel 'p99 (ms)'\n")
             parts = ["%g with lines lw 2 lc 'black' dt 2 title 'SLO'" % SLO_MS]
@@ -468,7 +469,7 @@ def plot(out, sname, schedule, series, clients):
                 parts.append("'%s.dat' using 1:%d with lines lw %d lc '%s' "
                              "title '%s'" % (sname, col,
                                              3 if arm == "default" else 1,
-                                             COLORS[arm], arm))
+                                             COLORS.get(arm, "#e69f00"), arm))
             f.write("plot " + ", \\\n  ".join(parts) + "\n")
         f.write("unset multiplot\n")
     if shutil.which("gnuplot"):
@@ -484,6 +485,10 @@ def main():
     ap.add_argument("--clients")
     ap.add_argument("--arms")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--arm", action="append", default=[],
+                    metavar="NAME=KEYS",
+                    help="one more arm: the default's keys and KEYS (down=0.15, "
+                         "say), named NAME; repeatable")
     ap.add_argument("--keep", action="store_true",
                     help="keep each arm's logs, state file and agilestat "
                          "history, and say where")
@@ -507,6 +512,13 @@ def main():
             if args.arms:
                 keep = args.arms.split(",")
                 arms = [a for a in arms if a[0] in keep]
+            for extra in args.arm:
+                name, _, keys = extra.partition("=")
+                if not name or not keys or name in COLORS:
+                    sys.exit("closed-loop: --arm %s: expected NAME=KEYS, "
+                             "NAME not an arm's" % extra)
+                arms.append((name, "default " + keys, "max=%d slo=%dms %s" %
+                             (MAX_RATE, SLO_MS, keys)))
             series = {}
             for client in clients:
                 print("== %s, %s: %d arms at once, %d s" %
