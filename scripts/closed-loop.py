@@ -37,6 +37,7 @@ only come under it.
 
 Usage: closed-loop.py --build DIR --out DIR [--quick] [--schedules a,b]
                       [--clients ab,wrk,py] [--arms a,b] [--arm NAME=KEYS]
+                      [--repeat N]
                       [--no-plots] [--keep]
 """
 import argparse
@@ -207,7 +208,7 @@ def quantile(values, p):
     return values[min(n - 1, max(0, int(p * n + 0.999999) - 1))]
 
 
-def run_batch(build, work, sname, schedule, client, arms):
+def run_batch(build, work, sname, schedule, client, arms, run=0):
     """Every arm of one schedule and client at once; returns {arm:
     ([(arrival_s, latency_ms)], [rate at each second's end, or None])}."""
     duration = schedule["duration"]
@@ -219,7 +220,8 @@ def run_batch(build, work, sname, schedule, client, arms):
     servers, clients, dirs = {}, {}, {}
     try:
         for name, _, _ in arms:
-            d = os.path.join(work, "%s-%s-%s" % (sname, client, name))
+            d = os.path.join(work, "%s-%s-%s%s" % (
+                sname, client, name, "-%d" % (run + 1) if run else ""))
             os.makedirs(d)
             dirs[name] = d
             port = free_port()
@@ -422,6 +424,18 @@ def summarize(schedule, rows, rates):
                 p99s=p99s)
 
 
+def median_run(summaries):
+    """Of one arm's runs, the one with the median goodput (the lower middle
+    of an even count), carrying the range of all of them: one run's own
+    figures, so that a row never mixes runs."""
+    ordered = sorted(summaries, key=lambda r: r["goodput"])
+    r = dict(ordered[(len(ordered) - 1) // 2])
+    r["goodput_min"] = ordered[0]["goodput"]
+    r["goodput_max"] = ordered[-1]["goodput"]
+    r["runs"] = len(ordered)
+    return r
+
+
 def plot(out, sname, schedule, series, clients):
     """One PNG per schedule: for each client, the sending rate of every arm
     against the capacity, and its p99 per second against the SLO."""
@@ -485,6 +499,9 @@ def main():
     ap.add_argument("--clients")
     ap.add_argument("--arms")
     ap.add_argument("--no-plots", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="run each batch N times and report, per arm, the "
+                         "run with the median goodput, with the range")
     ap.add_argument("--arm", action="append", default=[],
                     metavar="NAME=KEYS",
                     help="one more arm: the default's keys and KEYS (down=0.15, "
@@ -521,15 +538,21 @@ def main():
                              (MAX_RATE, SLO_MS, keys)))
             series = {}
             for client in clients:
-                print("== %s, %s: %d arms at once, %d s" %
-                      (sname, CLIENT_LABELS[client], len(arms),
-                       schedule["duration"]), file=sys.stderr, flush=True)
-                rows = run_batch(args.build, work, sname, schedule, client,
-                                 arms)
+                runs = []
+                for n in range(args.repeat):
+                    print("== %s, %s: %d arms at once, %d s%s" %
+                          (sname, CLIENT_LABELS[client], len(arms),
+                           schedule["duration"],
+                           ", run %d of %d" % (n + 1, args.repeat)
+                           if args.repeat > 1 else ""),
+                          file=sys.stderr, flush=True)
+                    runs.append(run_batch(args.build, work, sname, schedule,
+                                          client, arms, n))
                 series[client] = {}
                 for name, label, _ in arms:
                     labels[(sname, name)] = label
-                    r = summarize(schedule, *rows[name])
+                    r = median_run([summarize(schedule, *rows[name])
+                                    for rows in runs])
                     results[(sname, client, name)] = r
                     series[client][name] = r
             if not args.no_plots:
@@ -553,7 +576,8 @@ def report(args, snames, clients, results, labels):
     md.append("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
     csv_rows = [["schedule", "client", "arm", "served", "inside_slo_pct",
                  "goodput_per_s", "oracle_share_pct", "p99_ms",
-                 "to_capacity_s", "p99_back_s", "swing_pct"]]
+                 "to_capacity_s", "p99_back_s", "swing_pct",
+                 "goodput_min_per_s", "goodput_max_per_s", "runs"]]
     for sname in snames:
         schedule = SCHEDULES[sname]
         o_served, o_inside, _ = oracle(schedule)
@@ -563,7 +587,8 @@ def report(args, snames, clients, results, labels):
                                         100 * o_inside / o_served, o_goodput))
         csv_rows.append([sname, "", "oracle", "%.0f" % o_served,
                          "%.1f" % (100 * o_inside / o_served),
-                         "%.1f" % o_goodput, "100", "", "", "", ""])
+                         "%.1f" % o_goodput, "100", "", "", "", "",
+                         "%.1f" % o_goodput, "%.1f" % o_goodput, ""])
         for client in clients:
             first = True
             for key in [k for k in results if k[0] == sname and k[1] == client]:
@@ -572,17 +597,22 @@ def report(args, snames, clients, results, labels):
                 arm = labels[(sname, key[2])]
                 bold = "**" if key[2] == "default" else ""
                 swing = "" if r["swing"] is None else "%.0f" % r["swing"]
-                md.append("| %s | %s | %s%s%s | %d | %.1f | %.1f | %.0f%% | "
+                goodput = "%.1f" % r["goodput"]
+                if r["runs"] > 1:
+                    goodput += " (%.0f–%.0f)" % (r["goodput_min"],
+                                                 r["goodput_max"])
+                md.append("| %s | %s | %s%s%s | %d | %.1f | %s | %.0f%% | "
                           "%.0f | %s | %s | %s |" % (
                               "", CLIENT_LABELS[client] if first else "",
                               bold, arm, bold, r["served"], r["inside_pct"],
-                              r["goodput"], share, r["p99"], r["to_cap"],
+                              goodput, share, r["p99"], r["to_cap"],
                               r["to_slo"], swing))
                 csv_rows.append([sname, client, key[2], r["served"],
                                  "%.1f" % r["inside_pct"],
                                  "%.1f" % r["goodput"], "%.0f" % share,
                                  "%.0f" % r["p99"], r["to_cap"], r["to_slo"],
-                                 swing])
+                                 swing, "%.1f" % r["goodput_min"],
+                                 "%.1f" % r["goodput_max"], r["runs"]])
                 first = False
     with open(os.path.join(args.out, "closed-loop.csv"), "w", newline="") as f:
         csv.writer(f).writerows(csv_rows)
