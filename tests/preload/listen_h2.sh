@@ -16,9 +16,11 @@
 # connection, and what the server read of each shed stream is its HEADERS
 # followed by the preload's RST_STREAM(CANCEL), which it counts as a reset.
 # Each served stream is one handling-time sample, and no permit is held
-# once the connection is gone.
+# once the connection is gone.  Then client_rate=5 on a second server:
+# twelve streams at once get the burst, the rest 429 with retry-after: 0.
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need h2load
+need nghttp
 # Python's h2 is Debian's python3-h2, for the system's interpreter.
 py=/usr/bin/python3
 "$py" -c 'import h2' 2>/dev/null || skip "python3-h2 not installed"
@@ -138,3 +140,24 @@ check "v[0] == v[1]" "one handling-time sample per served stream" \
 	"$(stat_json web 'd["listener"]["samples_total"]')" "$ok"
 check "v[0] == 0" "no permit is held with no stream in flight" \
 	"$(stat_json web 'd["listener"]["open"]')"
+
+# client_rate= per stream: twelve requests at once from one address (nghttp
+# -m 12 on one connection) against client_rate=5 get its burst of 5 (6 if
+# the machine is slow enough for a token to come meanwhile), the rest 429
+# with retry-after: 0, their next token being at most one 200 ms interval
+# away, on the connection that stays open.
+rm -f "$tmp/port" "$AGILE_STATE"
+export AGILE_LISTEN_WEB="127.0.0.1:* max=64 floor=64 initial=64 proto=http client_rate=5"
+LD_PRELOAD="$PRELOAD" "$py" "$tmp/server.py" "$tmp/port" "$tmp/stats" \
+	</dev/null >"$tmp/server2.log" 2>&1 &
+started $!
+port=$(await_port "$tmp/port" "$tmp/server2.log")
+timeout 30 nghttp -v -n -m 12 "http://127.0.0.1:$port/" >"$tmp/nghttp.out" 2>&1 ||
+	fail "nghttp failed: $(tail -n 20 "$tmp/nghttp.out")"
+ok=$(grep -c ':status: 200' "$tmp/nghttp.out" || true)
+refused=$(grep -c ':status: 429' "$tmp/nghttp.out" || true)
+zero=$(grep -c 'retry-after: 0$' "$tmp/nghttp.out" || true)
+note "client_rate=5 over HTTP/2: $ok served, $refused refused, $zero with retry-after: 0"
+check "v[0] + v[1] == 12 and 5 <= v[0] <= 6" \
+	"twelve streams at once get the burst of 5, the rest 429" "$ok" "$refused"
+check "v[0] == v[1]" "every 429 says retry-after: 0" "$zero" "$refused"
