@@ -30,7 +30,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
 mkdir "$tmp/www"
 echo ok >"$tmp/www/index.html"
 port=$(closed_port)
-nghttpd -v -d "$tmp/www" "$port" "$tmp/key.pem" "$tmp/cert.pem" \
+nghttpd -v --address=127.0.0.1 -d "$tmp/www" "$port" "$tmp/key.pem" "$tmp/cert.pem" \
 	>"$tmp/nghttpd.log" 2>&1 </dev/null &
 started $!
 i=0
