@@ -58,6 +58,9 @@ TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SLO_MS = 50.0
 CONNECTIONS = 32
 MAX_RATE = 600
+# The default arm's keys, which every other limited arm but the fixed
+# ones starts from.
+DEFAULT_KEYS = "max=%d slo=%dms" % (MAX_RATE, SLO_MS)
 
 
 def diurnal(duration, high, low, step_s=2):
@@ -110,7 +113,7 @@ def low_high(capacity):
 def arms_for(schedule):
     """(name, label, rule keys or None for no limiter)."""
     low, high = low_high(schedule["capacity"])
-    base = "max=%d slo=%dms" % (MAX_RATE, SLO_MS)
+    base = DEFAULT_KEYS
     arms = [
         ("none", "no limiter", None),
         ("default", "default", base),
@@ -531,11 +534,12 @@ def main():
                 arms = [a for a in arms if a[0] in keep]
             for extra in args.arm:
                 name, _, keys = extra.partition("=")
-                if not name or not keys or name in COLORS:
+                if (not name or not keys or name in COLORS or
+                        name in [a[0] for a in arms]):
                     sys.exit("closed-loop: --arm %s: expected NAME=KEYS, "
                              "NAME not an arm's" % extra)
-                arms.append((name, "default " + keys, "max=%d slo=%dms %s" %
-                             (MAX_RATE, SLO_MS, keys)))
+                arms.append((name, "default " + keys,
+                             DEFAULT_KEYS + " " + keys))
             series = {}
             for client in clients:
                 runs = []

@@ -315,6 +315,7 @@ static size_t answer(uint8_t *out, uint32_t id, int status, int64_t retry_ns,
 	uint8_t *b = out + 9;
 	size_t n = 0;
 	char text[24];
+	long long retry_s = agile__retry_after_s(retry_ns);
 
 	if (status <= 0 || small_table)
 		return put_rst(out, id, ERROR_REFUSED_STREAM);
@@ -333,11 +334,10 @@ static size_t answer(uint8_t *out, uint32_t id, int status, int64_t retry_ns,
 		b[n++] = 0x08; /* :status, static entry 8, literal value */
 		snprintf(text, sizeof(text), "%d", status);
 		n += put_string(b + n, text);
-		if (agile__retry_after_s(retry_ns) >= 0) {
+		if (retry_s >= 0) {
 			b[n++] = 0x0f; /* retry-after, static entry 53 */
 			b[n++] = 53 - 15;
-			snprintf(text, sizeof(text), "%lld",
-			         agile__retry_after_s(retry_ns));
+			snprintf(text, sizeof(text), "%lld", retry_s);
 			n += put_string(b + n, text);
 		}
 	}

@@ -105,13 +105,14 @@ static const char *reason(int status)
 static int answer(char *head, size_t size, int status, int64_t retry_ns,
                   bool close)
 {
+	long long retry_s = agile__retry_after_s(retry_ns);
 	int n = snprintf(head, size, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n%s",
 	                 status, reason(status),
 	                 close ? "Connection: close\r\n" : "");
 
-	if (agile__retry_after_s(retry_ns) >= 0)
+	if (retry_s >= 0)
 		n += snprintf(head + n, size - (size_t)n, "Retry-After: %lld\r\n",
-		              agile__retry_after_s(retry_ns));
+		              retry_s);
 	n += snprintf(head + n, size - (size_t)n, "\r\n");
 	return n;
 }
