@@ -18,7 +18,7 @@ _agilepreload_keys='max min floor probe initial slo anchor preset
 tail_factor tail_tolerance tick up down gain inflation deadband
 backoff_ticks recover_ticks slow_start recover_ramp slow_half_life
 slow_down_half_life max_baseline_rise delivered_share knee_ramp
-probe_acceleration goodput_cut pace concurrency acquire_timeout breaker
+probe_acceleration goodput_cut pace inflight concurrency acquire_timeout breaker
 breaker_k breaker_protection breaker_window breaker_floor breaker_probe
 breaker_buckets quota window over proto exclude connect_timeout retry
 retry_base retry_cap retry_factor retry_jitter key_rate keys shed
@@ -35,6 +35,7 @@ _agilepreload_values() {
 	preset) echo 'none balanced latency-first throughput-first seed' ;;
 	anchor) echo 'unset baseline slo' ;;
 	pace) echo 'request connect' ;;
+	inflight) echo 'auto off' ;;
 	proto) echo 'http grpc redis postgres mysql memcached none' ;;
 	over) echo 'refuse wait' ;;
 	breaker) echo 'sre' ;;

@@ -168,6 +168,9 @@ struct agile_fd {
 	uint8_t client_len;       /* client_rate=: bytes of client */
 	uint8_t client[17];       /* the peer as client_prefix= names it
 	                             (clients_hook.c) */
+	uint64_t inflight_place;  /* inflight=: the place under its
+	                             destination's cap the request in flight
+	                             holds (preload/track/inflight.c); 0 none */
 	uint16_t inbound_h2;      /* a listener's proto=http|grpc: its entry
 	                             in the pool of HTTP/2 connections the
 	                             program accepted (inbound_h2.h), 0 none */

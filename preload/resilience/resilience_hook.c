@@ -22,6 +22,7 @@
 #include "destinations.h"
 #include "resilience_hook.h"
 #include "symbols.h"
+#include "track.h"
 
 static const struct agile_resilience_config *config_of(int dest)
 {
@@ -103,6 +104,7 @@ void agile__resilience_close(struct agile_fd *t)
 	uint8_t flags;
 	int32_t permit;
 
+	agile__inflight_release(t); /* its place under inflight= */
 	if (t->dest < 0 || (__atomic_load_n(&t->permit, __ATOMIC_ACQUIRE) == 0 &&
 	    !(__atomic_load_n(&t->flags, __ATOMIC_ACQUIRE) &
 	      AGILE_FD_BREAKER_OPEN)))
@@ -144,7 +146,8 @@ void agile__resilience_forget_range(unsigned int first, unsigned int last)
 
 		/* Reading `tracked` first keeps untouched pages unmapped. */
 		if (__atomic_load_n(&t->tracked, __ATOMIC_RELAXED) &&
-		    __atomic_load_n(&t->permit, __ATOMIC_ACQUIRE) != 0)
+		    (__atomic_load_n(&t->permit, __ATOMIC_ACQUIRE) != 0 ||
+		     __atomic_load_n(&t->inflight_place, __ATOMIC_ACQUIRE) != 0))
 			agile__resilience_close(t);
 	}
 }

@@ -119,6 +119,12 @@ void agile__track_dup(int oldfd, int newfd)
 		                                   __ATOMIC_ACQ_REL);
 		to->request_start_ns = __atomic_exchange_n(
 			&from->request_start_ns, 0, __ATOMIC_ACQ_REL);
+		/* Its place under inflight= moves with the request. */
+		agile__inflight_release(to);
+		__atomic_store_n(&to->inflight_place,
+		                 __atomic_exchange_n(&from->inflight_place, 0,
+		                                     __ATOMIC_ACQ_REL),
+		                 __ATOMIC_RELEASE);
 		to->response_ns = __atomic_exchange_n(&from->response_ns, 0,
 		                                      __ATOMIC_ACQ_REL);
 		to->conn_id = from->conn_id;
@@ -139,8 +145,10 @@ void agile__track_dup(int oldfd, int newfd)
 		to->peer = oldfd + 1;
 		__atomic_store_n(&from->peer, newfd + 1, __ATOMIC_RELAXED);
 		if (to->request == AGILE_REQ_IN_FLIGHT &&
-		    to->request_start_ns == 0)
+		    to->request_start_ns == 0) {
 			to->request = answered_state(to);
+			agile__inflight_release(to);
+		}
 		store8(&from->request, answered_state(from));
 		store8(&to->tracked, 1);
 		if (newfd <= STDERR_FILENO)

@@ -142,6 +142,8 @@ static struct agile_fd *begin_connection(int fd, int dest,
 	if (*refused < 0)
 		return NULL;
 	now = agile__now_ns();
+	/* A place a socket closed unseen left on the number. */
+	agile__inflight_release(t);
 	store8(&t->tracked, 0);
 	/* Stores other threads may load atomically at the same moment: a
 	 * thread waiting for a grant still watches this number for the

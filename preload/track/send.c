@@ -176,11 +176,24 @@ int64_t agile__track_send_before(struct agile_fd *t, const struct iovec *iov,
 		agile__track_start_tls(t);
 	h2_preface(t, iov, count);
 	plan.stream = 0;
-	if (agile__h2conn_plan(t, iov, count, iov_total(iov, count), &plan))
+	if (agile__h2conn_plan(t, iov, count, iov_total(iov, count), &plan)) {
 		request = h2_send(t, s, now, &plan, count, limit, &pending,
 		                  request);
-	else if (!may_start_request(t, iov, count))
+	} else if (!may_start_request(t, iov, count)) {
 		request = AGILE_REQ_IN_FLIGHT; /* nothing to wait for */
+	} else if ((request == AGILE_REQ_NEEDS_GRANT ||
+	            request == AGILE_REQ_GRANTED) &&
+	           !(load8(&t->flags) & AGILE_FD_TUNNEL)) {
+		/* A place under inflight= first (inflight.c), then the grant,
+		 * planned from when the request can go. */
+		if (agile__inflight_enter(t, now, &interrupted))
+			now = agile__now_ns();
+		if (interrupted) {
+			agile__leave();
+			errno = saved;
+			return AGILE_SEND_INTERRUPTED;
+		}
+	}
 	switch (request) {
 	case AGILE_REQ_NEEDS_GRANT: {
 		/* pace=request: a new request on a kept-alive connection.
@@ -219,8 +232,11 @@ int64_t agile__track_send_before(struct agile_fd *t, const struct iovec *iov,
 	 * go to that.  It fails as a send after the close would. */
 	if (request != AGILE_REQ_IN_FLIGHT &&
 	    (!load8(&t->tracked) ||
-	     __atomic_load_n(&t->conn_id, __ATOMIC_RELAXED) != conn))
+	     __atomic_load_n(&t->conn_id, __ATOMIC_RELAXED) != conn)) {
+		agile__inflight_release(t);
+		errno = saved;
 		return AGILE_SEND_CLOSED;
+	}
 	/* The stream's answer may be read by another thread before this
 	 * one has walked the send: in the table first. */
 	if (plan.stream != 0)
@@ -228,9 +244,27 @@ int64_t agile__track_send_before(struct agile_fd *t, const struct iovec *iov,
 	return now;
 }
 
+static void send_after(struct agile_fd *t, ssize_t result, int error,
+                       int64_t start_ns, const struct iovec *iov, int count);
+
 void agile__track_send_after(struct agile_fd *t, ssize_t result, int error,
                              int64_t start_ns, const struct iovec *iov,
                              int count)
+{
+	send_after(t, result, error, start_ns, iov, count);
+	/* A place taken for a request that did not start (the send failed,
+	 * sent nothing, or was no request after all) is given back. */
+	if (__atomic_load_n(&t->inflight_place, __ATOMIC_RELAXED) != 0 &&
+	    load8(&t->request) != AGILE_REQ_IN_FLIGHT) {
+		int saved = errno;
+
+		agile__inflight_release(t);
+		errno = saved;
+	}
+}
+
+static void send_after(struct agile_fd *t, ssize_t result, int error,
+                       int64_t start_ns, const struct iovec *iov, int count)
 {
 	const void *data = iov != NULL && count > 0 ? iov[0].iov_base : NULL;
 	size_t data_len = iov != NULL && count > 0 ? iov[0].iov_len : 0;

@@ -187,6 +187,9 @@ void agile__track_fdopen(struct agile_fd *t);
 void agile__track_so_error(struct agile_fd *t, int so_error);
 /* shutdown(how) is about to run on a tracked fd. */
 void agile__track_shutdown(struct agile_fd *t, int how);
+/* The request on `t` gives back its place under inflight=, if it holds
+ * one (preload/track/inflight.c): every path that forgets an entry. */
+void agile__inflight_release(struct agile_fd *t);
 /* close(fd) is about to run (or fd is being replaced by dup2/dup3). */
 void agile__track_close(int fd, struct agile_fd *t);
 /* newfd now refers to oldfd's socket (dup, dup2, dup3, F_DUPFD*). */

@@ -68,7 +68,10 @@ static inline uint8_t answered_state(const struct agile_fd *t)
 	       ? AGILE_REQ_NEEDS_GRANT : AGILE_REQ_FREE;
 }
 
-/* End the request in flight, if any: returns its start, or 0. */
+void agile__inflight_release(struct agile_fd *t);
+
+/* End the request in flight, if any: returns its start, or 0; its place
+ * under inflight= is given back (inflight.c). */
 static inline int64_t claim_request(struct agile_fd *t)
 {
 	int64_t start;
@@ -78,6 +81,8 @@ static inline int64_t claim_request(struct agile_fd *t)
 	start = __atomic_exchange_n(&t->request_start_ns, 0, __ATOMIC_ACQ_REL);
 	if (start != 0)
 		store8(&t->request, answered_state(t));
+	if (__atomic_load_n(&t->inflight_place, __ATOMIC_RELAXED) != 0)
+		agile__inflight_release(t);
 	return start;
 }
 
@@ -159,6 +164,31 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned,
                              int64_t now, int fd);
 /* The same, never cut short (the fleet's callback too). */
 void agile__track_wait(int64_t planned);
+
+/* Wait until enter(arg) is true or `deadline`, stamping the responses of
+ * this thread's watched sockets meanwhile (ppolled at most recheck_ns at a
+ * time); with none to watch, sleep(arg, now, until) sleeps (returns 0, or
+ * EINTR when a signal came, or -1 when it entered itself).  Returns 1
+ * entered, 0 at the deadline, -1 when a signal's handler expects a send on
+ * interruptible_fd to fail with EINTR (inflight.c). */
+int agile__track_wait_room(int64_t deadline, int interruptible_fd,
+                           bool (*enter)(void *),
+                           int (*sleep)(void *, int64_t, int64_t),
+                           void *arg, int64_t recheck_ns);
+
+/* inflight.c */
+/* Before a send that starts a request on `t`: wait for a place under the
+ * destination's inflight= cap and take it (none when there is no cap or
+ * the request holds one already); true when it waited, so the clock moved.
+ * *interrupted when a signal's handler cut the wait short for the send to
+ * fail with EINTR: no place is then held. */
+bool agile__inflight_enter(struct agile_fd *t, int64_t now, bool *interrupted);
+/* The cap in force for a request on `t`; 0 none. */
+uint64_t agile__inflight_cap(const struct agile_fd *t);
+/* Destination `dest`'s places held, and the requests that went after a
+ * tick without one, in this process. */
+uint32_t agile__inflight_held(int dest);
+uint64_t agile__inflight_overruns(int dest);
 
 /* tunnel.c */
 /* Does a request open a tunnel (see there)? */

@@ -213,6 +213,109 @@ bool agile__track_wait_on(int64_t planned, int interruptible_fd)
 	return wait_framed(planned, interruptible_fd, NULL);
 }
 
+/*
+ * Stamp the response of each watched socket poll found readable: its
+ * round trip ends now, and its place under inflight= is given back
+ * (inflight.c).  True when an HTTP/2 connection's bytes were peeked at
+ * and stay readable (h2conn.h).
+ */
+static bool stamp_ready(const struct pollfd *pfd, int n, int64_t now)
+{
+	bool stale = false;
+
+	for (int i = 0; i < n; i++) {
+		struct agile_fd *t;
+		int64_t zero = 0;
+
+		if (!(pfd[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
+		                        POLLERR)) ||
+		    (t = agile__fd_lookup(pfd[i].fd)) == NULL)
+			continue;
+		/* Over TLS the bytes to peek at are ciphertext: the streams'
+		 * answers cannot be told apart, and none is stamped (the
+		 * round trips then include the stall). */
+		if (__atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE)) {
+			stale |= __atomic_load_n(&t->tls_plain,
+			                         __ATOMIC_ACQUIRE) ||
+			         !agile__h2conn_peek(t, pfd[i].fd, now);
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&t->response_ns, &zero, now,
+		                                false, __ATOMIC_ACQ_REL,
+		                                __ATOMIC_ACQUIRE))
+			agile__inflight_release(t);
+	}
+	return stale;
+}
+
+static int wait_room(int64_t deadline, int interruptible_fd,
+                     bool (*enter)(void *),
+                     int (*sleep)(void *, int64_t, int64_t), void *arg,
+                     int64_t recheck_ns)
+{
+	struct pollfd pfd[WATCH_MAX];
+
+	for (;;) {
+		int64_t now = agile__now_ns(), until;
+		struct timespec timeout;
+		int n, rc, busy, error;
+
+		if (enter(arg))
+			return 1;
+		if (now >= deadline)
+			return 0;
+		n = watch_prepare(pfd);
+		until = n > 0 && deadline - now > recheck_ns ? now + recheck_ns
+		                                             : deadline;
+		busy = agile__busy_suspend(); /* a handler may jump out */
+		if (n <= 0) {
+			error = sleep(arg, now, until);
+			rc = error == EINTR ? -1 : 0;
+			if (error < 0) {
+				agile__busy_resume(busy);
+				return 1;
+			}
+		} else {
+			timeout.tv_sec = (until - now) / AGILE_NS_PER_S;
+			timeout.tv_nsec = (until - now) % AGILE_NS_PER_S;
+			rc = ppoll(pfd, (nfds_t)n, &timeout, NULL);
+			error = rc < 0 ? errno : 0;
+		}
+		agile__busy_resume(busy);
+		if (rc < 0 && error == EINTR) {
+			if (interruptible_fd >= 0 &&
+			    interrupt_reported(interruptible_fd, NULL))
+				return -1;
+			continue;
+		}
+		if (rc > 0 && n > 0 && stamp_ready(pfd, n, agile__now_ns())) {
+			/* An HTTP/2 connection's bytes stay readable. */
+			busy = agile__busy_suspend();
+			agile__sleep_until(agile__now_ns() + H2_PEEK_AGAIN_NS <
+			                   until ? agile__now_ns() +
+			                           H2_PEEK_AGAIN_NS : until);
+			agile__busy_resume(busy);
+		}
+	}
+}
+
+__attribute__((noinline))
+int agile__track_wait_room(int64_t deadline, int interruptible_fd,
+                           bool (*enter)(void *),
+                           int (*sleep)(void *, int64_t, int64_t),
+                           void *arg, int64_t recheck_ns)
+{
+	uintptr_t outer = agile__hook_frame;
+	int rc;
+
+	if (outer == 0)
+		agile__hook_frame = (uintptr_t)__builtin_frame_address(0);
+	rc = wait_room(deadline, interruptible_fd, enter, sleep, arg,
+	               recheck_ns);
+	agile__hook_frame = outer;
+	return rc;
+}
+
 static bool wait_on(int64_t planned, int interruptible_fd,
                     const sigset_t *during)
 {
@@ -260,29 +363,7 @@ static bool wait_on(int64_t planned, int interruptible_fd,
 		if (rc == 0 || n == 0)
 			continue;
 		now = agile__now_ns();
-		stale = false;
-		for (int i = 0; i < n; i++) {
-			struct agile_fd *t;
-			int64_t zero = 0;
-
-			if (!(pfd[i].revents & (POLLIN | POLLRDHUP | POLLHUP |
-			                        POLLERR)) ||
-			    (t = agile__fd_lookup(pfd[i].fd)) == NULL)
-				continue;
-			/* Over TLS the bytes to peek at are ciphertext: the
-			 * streams' answers cannot be told apart, and none is
-			 * stamped (the round trips then include the stall). */
-			if (__atomic_load_n(&t->h2conn, __ATOMIC_ACQUIRE)) {
-				stale |= __atomic_load_n(&t->tls_plain,
-				                         __ATOMIC_ACQUIRE) ||
-				         !agile__h2conn_peek(t, pfd[i].fd, now);
-				continue;
-			}
-			__atomic_compare_exchange_n(&t->response_ns, &zero,
-			                            now, false,
-			                            __ATOMIC_ACQ_REL,
-			                            __ATOMIC_ACQUIRE);
-		}
+		stale = stamp_ready(pfd, n, now);
 		/* An HTTP/2 connection's bytes, peeked at already, stay
 		 * readable: no poll until a little later (h2conn.h). */
 		if (stale) {

@@ -75,6 +75,10 @@ struct agile_rule {
 	char unix_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	int port;                            /* 0 = any (`*`) */
 	enum agile_pace pace;
+	double inflight;                     /* inflight=: AGILE_INFLIGHT_AUTO
+	                                        (0, unset), AGILE_INFLIGHT_OFF
+	                                        or a gain; see
+	                                        agile__rule_inflight_gain */
 	struct agile_config config;          /* every controller knob */
 	bool enabled;                        /* false: destination or max unreadable */
 	int host_addr_next;                  /* slot the next learned address
@@ -251,5 +255,19 @@ size_t agile__rule_var(const char *name, char *buf, size_t len);
 
 /* "request" or "connect". */
 const char *agile__pace_name(enum agile_pace pace);
+
+/*
+ * inflight=: a cap on each process's requests in flight to a destination,
+ * gain x its rate x its window (agile_rate_inflight_cap), held in the send
+ * that would start one more (preload/track/inflight.c).  auto (the
+ * default) is AGILE_INFLIGHT_DEFAULT_GAIN where the law moves the rate
+ * (floor below max) and the preset is not seed, off otherwise.  Returns
+ * the gain in force, 0 for none.
+ */
+#define AGILE_INFLIGHT_AUTO 0.0
+#define AGILE_INFLIGHT_OFF (-1.0)
+#define AGILE_INFLIGHT_DEFAULT_GAIN 1.0
+#define AGILE_INFLIGHT_GAIN_MAX 100
+double agile__rule_inflight_gain(const struct agile_rule *rule);
 
 #endif /* AGILE_PRELOAD_RULES_H */

@@ -159,6 +159,7 @@ enum key_type {
 	KEY_ANCHOR,
 	KEY_PRESET,
 	KEY_PACE,
+	KEY_INFLIGHT, /* struct agile_rule's inflight: auto, off or a gain */
 	KEY_RESILIENCE, /* struct agile_resilience_config: rules_resilience.c */
 	KEY_FLEET      /* struct agile_fleet_rule: see fleet_config.h */
 };
@@ -173,8 +174,8 @@ enum key_scope {
 struct key_spec {
 	const char *name;
 	enum key_type type;
-	size_t offset;      /* into struct agile_config; unused for KEY_PACE
-	                       and KEY_RESILIENCE */
+	size_t offset;      /* into struct agile_config; unused for KEY_PACE,
+	                       KEY_INFLIGHT and KEY_RESILIENCE */
 	const char *expect; /* the "expected ..." tail of a message */
 	enum key_scope scope;
 };

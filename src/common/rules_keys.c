@@ -104,6 +104,10 @@ const struct key_spec agile__rules_keys[] = {
 	  "expected off or a decimal number from 0 to 1 such as 1",
 	  SCOPE_BOTH },
 	{ "pace", KEY_PACE, 0, "expected request or connect", SCOPE_DEST },
+	{ "inflight", KEY_INFLIGHT, 0,
+	  "expected auto, off or a decimal gain greater than 0, at most "
+	  AGILE_STRINGIFY(AGILE_INFLIGHT_GAIN_MAX) ", such as 1.5",
+	  SCOPE_DEST },
 	/* The resilience keys (resilience.h), in agilepreload(7)'s order.
 	 * FIRST_RESILIENCE_KEY below names the first one. */
 	{ "concurrency", KEY_RESILIENCE, 0,
@@ -465,6 +469,25 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
 			return false;
 		}
 		break;
+	case KEY_INFLIGHT:
+		if (agile__name_is(value, "auto")) {
+			rule->inflight = AGILE_INFLIGHT_AUTO;
+			break;
+		}
+		if (agile__name_is(value, "off")) {
+			rule->inflight = AGILE_INFLIGHT_OFF;
+			break;
+		}
+		why = agile__lex_decimal(value, &decimal);
+		if (why == NUMBER_OK &&
+		    !(decimal > 0 && decimal <= AGILE_INFLIGHT_GAIN_MAX)) {
+			report(r, "key \"inflight\": \"%.*s\" is out of range; %s",
+			       QUOTE_MAX, value, key->expect);
+			return false;
+		}
+		if (why == NUMBER_OK)
+			rule->inflight = decimal;
+		break;
 	case KEY_RESILIENCE:
 		if (strcmp(key->name, "window") == 0 &&
 		    agile__fleet_window_is_shared(value))
@@ -483,4 +506,20 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
 const char *agile__pace_name(enum agile_pace pace)
 {
 	return pace == AGILE_PACE_CONNECT ? "connect" : "request";
+}
+
+double agile__rule_inflight_gain(const struct agile_rule *rule)
+{
+	const struct agile_config *c = &rule->config;
+
+	if (rule->inflight == AGILE_INFLIGHT_OFF)
+		return 0;
+	if (rule->inflight > 0)
+		return rule->inflight;
+	/* auto: where the law moves the rate, and not under the seed's law,
+	 * which stays the seed's alone. */
+	if (c->preset == AGILE_PRESET_SEED ||
+	    (c->floor_rate > 0 && c->floor_rate >= c->max_rate))
+		return 0;
+	return AGILE_INFLIGHT_DEFAULT_GAIN;
 }

@@ -132,6 +132,25 @@ void agile_rate_tick(struct agile_rate_limiter *l, int64_t now_ns);
  * gets true.  After an idle spell it runs one step, never a catch-up burst. */
 bool agile_rate_tick_if_due(struct agile_rate_limiter *l, int64_t now_ns);
 double agile_rate_rate(const struct agile_rate_limiter *l);
+/*
+ * The requests a rate limiter's caller should keep in flight at most, by
+ * Little's law: `gain` x the rate x the tolerated window (the controller's
+ * upper edge, agile_controller_window_ns), rounded up, at least 1 and at
+ * most AGILE_INFLIGHT_CAP_MAX.  At the rate the law has set, answers that
+ * take the window leave that many outstanding; more than that is a queue
+ * at the downstream, which the rate alone lets grow for the ticks the law
+ * needs to see it (a capacity drop under 32 kept-alive connections queued
+ * 400 ms behind a 1 s tick, bench/RESULTS.md).  So the cap holds a queue
+ * to about gain x window between two ticks, and follows the rate as the
+ * law moves it.  0 (no cap) while the window is unknown (the baseline
+ * anchor before its first sample), for a gain that is not above 0, and for
+ * a rate that is not a number above 0 (garbage in shared state).  Pure:
+ * the caller counts its own requests in flight (the preload: each process
+ * its own, preload/track/inflight.c).
+ */
+#define AGILE_INFLIGHT_CAP_MAX 1000000u
+uint64_t agile_rate_inflight_cap(const struct agile_rate_limiter *l,
+                                 double gain);
 void agile_rate_stats(const struct agile_rate_limiter *l,
                       struct agile_stats *out);
 

@@ -305,6 +305,24 @@ double agile_rate_rate(const struct agile_rate_limiter *l)
 	return agile__load_double(&l->loop.ctl.rate);
 }
 
+uint64_t agile_rate_inflight_cap(const struct agile_rate_limiter *l,
+                                 double gain)
+{
+	double rate = agile_rate_rate(l);
+	double window = agile_controller_window_ns(&l->loop.ctl,
+	                                           &l->loop.config);
+	double cap;
+
+	if (!(gain > 0) || !(rate > 0) || !(window > 0))
+		return 0;
+	cap = ceil(gain * rate * window / (double)AGILE_NS_PER_S);
+	if (!(cap >= 1))
+		return 1;
+	if (cap > (double)AGILE_INFLIGHT_CAP_MAX)
+		return AGILE_INFLIGHT_CAP_MAX;
+	return (uint64_t)cap;
+}
+
 void agile_rate_stats(const struct agile_rate_limiter *l, struct agile_stats *out)
 {
 	loop_stats(&l->loop, out);

@@ -230,7 +230,7 @@ START_TEST(unknown_key_no_suggestion)
 	ck_assert_said("AGILE_DEST_API: unknown key \"colour\"; expected one of "
 	               "max, min, floor, probe, initial, slo, anchor, preset, ");
 	ck_assert_said("max_baseline_rise, delivered_share, knee_ramp, "
-	               "probe_acceleration, goodput_cut, pace");
+	               "probe_acceleration, goodput_cut, pace, inflight");
 	ck_assert(!said("did you mean"));
 	ck_assert(rule.enabled);
 	/* One letter is never "close" to a key of three. */

@@ -520,6 +520,46 @@ START_TEST(listen_law)
 }
 END_TEST
 
+/* inflight=: auto (the default), off, or a gain; what is in force follows
+ * the preset and whether the law moves the rate; out of range, a word it
+ * does not know and a listener's are refused in one line. */
+START_TEST(inflight_key)
+{
+	parse_ok("127.0.0.1:80 max=300 slo=50ms");
+	ck_assert(rule.inflight == AGILE_INFLIGHT_AUTO);
+	ck_assert(agile__rule_inflight_gain(&rule) == AGILE_INFLIGHT_DEFAULT_GAIN);
+	parse_ok("127.0.0.1:80 max=300 inflight=auto");
+	ck_assert(agile__rule_inflight_gain(&rule) == AGILE_INFLIGHT_DEFAULT_GAIN);
+	parse_ok("127.0.0.1:80 max=300 inflight=off");
+	ck_assert(rule.inflight == AGILE_INFLIGHT_OFF);
+	ck_assert(agile__rule_inflight_gain(&rule) == 0);
+	parse_ok("127.0.0.1:80 max=300 inflight=1.5");
+	ck_assert(agile__rule_inflight_gain(&rule) == 1.5);
+	/* auto stays off under the seed's law and at a fixed rate; a gain
+	 * given applies there too. */
+	parse_ok("127.0.0.1:80 max=300 slo=50ms preset=seed");
+	ck_assert(agile__rule_inflight_gain(&rule) == 0);
+	parse_ok("127.0.0.1:80 floor=80 max=80");
+	ck_assert(agile__rule_inflight_gain(&rule) == 0);
+	parse_ok("127.0.0.1:80 floor=80 max=80 inflight=2");
+	ck_assert(agile__rule_inflight_gain(&rule) == 2);
+
+	ck_assert_only_message("127.0.0.1:80 max=5 inflight=0",
+	                       "AGILE_DEST_API: key \"inflight\": \"0\" is out "
+	                       "of range; expected auto, off or a decimal gain "
+	                       "greater than 0, at most 100, such as 1.5");
+	ck_assert_only_message("127.0.0.1:80 max=5 inflight=101",
+	                       "AGILE_DEST_API: key \"inflight\": \"101\" is out "
+	                       "of range; expected auto, off or a decimal gain "
+	                       "greater than 0, at most 100, such as 1.5");
+	ck_assert_int_eq(parse("127.0.0.1:80 max=5 inflight=lots"), 1);
+	ck_assert_said("AGILE_DEST_API: key \"inflight\": \"lots\"");
+	ck_assert_said("expected auto, off or a decimal gain greater than 0");
+	ck_assert_int_eq(parse_listen(":80 max=8 inflight=2"), 1);
+	ck_assert_said("inflight");
+}
+END_TEST
+
 /* An error line that names the key and the value, printed in full so a
  * change of wording shows. */
 #define ck_assert_knob_error(value, expected)                                 \
@@ -796,6 +836,7 @@ TCase *rules_resilience_tcase(void)
 	tcase_add_test(tc, shed_knob_keys);
 	tcase_add_test(tc, controller_rule_keys);
 	tcase_add_test(tc, seed_knob_errors);
+	tcase_add_test(tc, inflight_key);
 	tcase_add_test(tc, listen_shed_values);
 	return tc;
 }

@@ -10,9 +10,11 @@
  * advances it by a known latency.  No test sleeps or reads a real clock.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 
 #include "agile.h"
+#include "atomics.h"
 #include "check_suites.h"
 
 #define MS AGILE_NS_PER_MS
@@ -851,6 +853,79 @@ START_TEST(limiter_rate_stats_populated)
 }
 END_TEST
 
+/*
+ * The cap on requests in flight is the rate times the window (Little's law):
+ * slo=50ms under its SLO anchor tolerates 40 ms, so 250 a second keep 10
+ * outstanding; a gain scales it, it follows the rate as the law moves it,
+ * and it is off while there is no window or no sane rate.
+ */
+START_TEST(limiter_rate_inflight_cap_is_rate_times_window)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(600);
+
+	c.slo_ns = 50 * MS;
+	c.initial_rate = 250;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	ck_assert_int_eq(agile_rate_config(&l)->anchor, AGILE_ANCHOR_SLO);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0), 10);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.5), 15);
+	/* 250 x 40 ms x 0.33 = 3.3: rounded up. */
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 0.33), 4);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 0), 0);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, -1), 0);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, NAN), 0);
+
+	/* A congested tick cuts the rate; the cap follows it. */
+	take_n(&l, 250, 0);
+	observe_n(&l, 250, 80 * MS);
+	agile_rate_tick(&l, SEC);
+	agile_rate_tick(&l, 2 * SEC);
+	double rate = agile_rate_rate(&l);
+	ck_assert(rate < 250);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0),
+	                  (uint64_t)ceil(rate * 0.040 - 1e-9));
+
+	/* At the slowest rate one request may still be in flight. */
+	agile__store_double(&l.loop.ctl.rate, AGILE_MIN_RATE);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0), 1);
+	/* Garbage a writer of the shared state left: no cap, or the bound. */
+	agile__store_double(&l.loop.ctl.rate, NAN);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0), 0);
+	agile__store_double(&l.loop.ctl.rate, 1e300);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0),
+	                  AGILE_INFLIGHT_CAP_MAX);
+	agile__store_double(&l.loop.ctl.rate, INFINITY);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0),
+	                  AGILE_INFLIGHT_CAP_MAX);
+}
+END_TEST
+
+/* Under the baseline anchor the window is unknown until the first sample,
+ * and then (1 + inflation) x the baseline: 2 x 22 ms at 100 a second keep
+ * 4.4 outstanding, rounded up to 5. */
+START_TEST(limiter_rate_inflight_cap_waits_for_a_baseline)
+{
+	struct agile_rate_limiter l;
+	struct agile_config c = config_with_max(100);
+
+	c.initial_rate = 100;
+	c.floor_rate = 100;
+	ck_assert_int_eq(agile_rate_init(&l, &c, 0), 0);
+	ck_assert_int_eq(agile_rate_config(&l)->anchor, AGILE_ANCHOR_BASELINE);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0), 0);
+	take_n(&l, 100, 0);
+	observe_n(&l, 100, 22 * MS);
+	agile_rate_tick(&l, SEC);
+	double window = agile_controller_window_ns(&l.loop.ctl,
+	                                           agile_rate_config(&l));
+	ck_assert_double_eq_tol(window, 44.0 * MS, 0.4 * MS);
+	ck_assert_double_eq(agile_rate_rate(&l), 100);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 1.0), 5);
+	ck_assert_uint_eq(agile_rate_inflight_cap(&l, 2.0), 9);
+}
+END_TEST
+
 /* --- concurrency limiter ----------------------------------------------------- */
 
 START_TEST(limiter_conc_init_rejects_zero_max)
@@ -1364,6 +1439,8 @@ Suite *limiter_suite(void)
 	tcase_add_test(rate, limiter_rate_utilisation_gate_holds_unused_rate);
 	tcase_add_test(rate, limiter_rate_ceiling_holds_in_the_bucket);
 	tcase_add_test(rate, limiter_rate_stats_populated);
+	tcase_add_test(rate, limiter_rate_inflight_cap_is_rate_times_window);
+	tcase_add_test(rate, limiter_rate_inflight_cap_waits_for_a_baseline);
 	suite_add_tcase(s, rate);
 
 	tcase_add_test(conc, limiter_conc_init_rejects_zero_max);

@@ -201,7 +201,7 @@ agilepreload: AGILE_DEST_API: "stray0" is not a setting; expected key=value (and
 agilepreload: AGILE_DEST_HEX: destination "0x7f.0.0.1:$closed_port": an IPv4 address must be written in dotted decimal, not in hexadecimal, octal or fewer parts; expected ADDRESS:PORT such as 127.0.0.1:8080
 agilepreload: AGILE_DEST_NET: destination "10.1.2.3/8:$closed_port": the address has bits set past its prefix length, which are ignored; expected the network's first address, such as 10.0.0.0/8
 agilepreload: AGILE_DEST_NET: key "tick": "9999h" is too long; expected a duration from 10ms to 60s such as 500ms, or 0s for the default of 1s
-agilepreload: AGILE_DEST_TTY: unknown key "x\\x1b]0;OWNED\\x07"; expected one of max, min, floor, probe, initial, slo, anchor, preset, tail_factor, tail_tolerance, tick, up, down, gain, inflation, deadband, backoff_ticks, recover_ticks, slow_start, recover_ramp, slow_half_life, slow_down_half_life, max_baseline_rise, delivered_share, knee_ramp, probe_acceleration, goodput_cut, pace, or a resilience key such as concurrency, breaker, quota, window or proto (see agilepreload(7))
+agilepreload: AGILE_DEST_TTY: unknown key "x\\x1b]0;OWNED\\x07"; expected one of max, min, floor, probe, initial, slo, anchor, preset, tail_factor, tail_tolerance, tick, up, down, gain, inflation, deadband, backoff_ticks, recover_ticks, slow_start, recover_ramp, slow_half_life, slow_down_half_life, max_baseline_rise, delivered_share, knee_ramp, probe_acceleration, goodput_cut, pace, inflight, or a resilience key such as concurrency, breaker, quota, window or proto (see agilepreload(7))
 EOF
 
 # AGILE_LOG=error silences the warnings, not the program.
