@@ -5,8 +5,8 @@
 # Its lists are written out, so this test is what keeps them true: the key
 # names must be src/common/rules_keys.c's key table, name for name and in order;
 # each key's words (preset, anchor, pace, proto, over, breaker, law,
-# concurrency's adaptive,law=...) the ones the table's message expects,
-# and fleet's the ones agilerun's own error names; the options those of
+# concurrency's adaptive,law=..., inflight's auto and off) the ones the
+# table's message expects, and fleet's the ones agilerun's own error names; the options those of
 # agilerun --help and agilestat --help.  Then the completion runs in bash
 # with bash-completion loaded, as a shell would call it: a key name after
 # a space inside a quoted -d SPEC, a key's words after its "=", options,
@@ -65,6 +65,9 @@ for key in ("preset", "anchor", "pace", "proto", "over", "breaker", "law"):
     want[key] = listed(expects[key])
 laws = re.search(r"adaptive\[,law=([a-z|]+)\]", expects["concurrency"]).group(1).split("|")
 want["concurrency"] = ["adaptive"] + ["adaptive,law=" + l for l in laws]
+# inflight= takes its words or a number: the completion offers the words.
+words = re.search(r"expected ([a-z, ]+?) or a ", expects["inflight"])
+want["inflight"] = re.split(r", ", words.group(1)) if words else None
 want["fleet"] = listed(fleet_err)
 for key, words in want.items():
     if words is None or got.get(("values", key)) != words:
