@@ -6,11 +6,11 @@
 # names must be src/common/rules_keys.c's key table, name for name and in order;
 # each key's words (preset, anchor, pace, proto, over, breaker, law,
 # concurrency's adaptive,law=..., inflight's auto and off) the ones the
-# table's message expects, and fleet's the ones agilerun's own error names; the options those of
-# agilerun --help and agilestat --help.  Then the completion runs in bash
-# with bash-completion loaded, as a shell would call it: a key name after
-# a space inside a quoted -d SPEC, a key's words after its "=", options,
-# and the command after "--".
+# table's message expects, and fleet's the ones agilerun's own error
+# names; the options those of agilerun --help and agilestat --help.  Then
+# the completion runs in bash with bash-completion loaded, as a shell
+# would call it: a key name after a space inside a quoted -d SPEC, a
+# key's words after its "=", options, and the command after "--".
 . "${AGILE_SRCDIR:-$(dirname "$0")/../..}/tests/preload/lib.sh"
 need bash
 need python3
