@@ -76,8 +76,9 @@ struct agile_config {
 	                             without waiting for agreement; 1 = off; 2 */
 	double probe_acceleration;/* c: from delivered_share x knee up, step
 	                             only while p50 <= (1 + AGILE_PROBE_QUIET)
-	                             x baseline, each step in a
-	                             row this times the last, up to
+	                             x baseline (or, after
+	                             AGILE_PROBE_PATIENCE, flat), each step in
+	                             a row this times the last, up to
 	                             AGILE_PROBE_MAX_STEP; 1 = off; 2 */
 	double goodput_cut;       /* d: a second guard cut in a row keeps at most
 	                             this x the share of the tick's answers
@@ -171,6 +172,14 @@ struct agile_config {
 #define AGILE_PROBE_QUIET 0.05   /* rule c probes while the p50 sits
                                      within this share above the
                                      baseline */
+#define AGILE_PROBE_PATIENCE 8  /* rule c tries one step past the
+                                     baseline's quiet band from the eighth
+                                     healthy tick in a row on, when its
+                                     p50 is within AGILE_PROBE_QUIET of
+                                     the tick before's: a capacity that
+                                     fell may answer slower unloaded */
+#define AGILE_PROBE_FLAT_STEPS 2 /* rule c's largest step past the quiet
+                                     band, in up_steps */
 #define AGILE_PROBE_MAX_STEP 0.6  /* the largest accelerated step: 5, 10,
                                      20, 40, then 60% a tick find a
                                      capacity that came back threefold in

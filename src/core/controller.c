@@ -367,8 +367,12 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 	} else {
 		double step = agile__rule_c_probe_step(n, t);
 		t->next = t->rate * (1.0 + step);
-		n->last_action = step > 0 ? AGILE_ACTION_INCREASE
-		                          : AGILE_ACTION_HOLD;
+		n->last_action = step > 0 ? AGILE_ACTION_INCREASE :
+		                 step < 0 ? AGILE_ACTION_DECREASE :
+		                            AGILE_ACTION_HOLD;
+		/* A step taken back waits out the patience again. */
+		if (step < 0)
+			n->up_agree = 0;
 	}
 }
 
@@ -416,6 +420,8 @@ double agile_controller_step(struct agile_controller *c,
 	t.p50_before = agile__load_double(&c->p50_ns);
 	t.after_cut = n.last_action == AGILE_ACTION_DECREASE ||
 	              n.last_action == AGILE_ACTION_TAIL;
+	t.after_step = n.last_action == AGILE_ACTION_INCREASE;
+	t.used_before = n.used;
 	n.rate = t.rate;
 	n.probe_mode = agile__load_u32(&c->probe_mode);
 	n.ticks++;

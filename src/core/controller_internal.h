@@ -39,6 +39,8 @@ struct tick {
 	double floor;       /* the clamp's lower bound, probe_rate in probe mode */
 	bool cold;          /* the tick ran in cold start (the step may end it) */
 	bool after_cut;     /* the tick before cut (rule d) */
+	bool after_step;    /* the tick before stepped up at the knee (rule c) */
+	double used_before; /* what the tick before used (rule c) */
 	double p50_before;  /* the tick before's p50, 0 if blind (rule d) */
 	/* Rule a's measure of the span ending at this tick. */
 	bool measured;      /* rule a applies and the tick's length is known */

@@ -48,11 +48,19 @@
  *  c. Probing at the knee (probe_acceleration).  From delivered_share x knee
  *     up (anywhere before a knee is known), a healthy tick steps up only
  *     while its p50 sits within AGILE_PROBE_QUIET (5%) of the baseline,
- *     nothing queueing, and holds otherwise; each such step in a
- *     row is probe_acceleration times the last, from up_step up to
+ *     nothing queueing, and holds otherwise; each such step in a row is
+ *     probe_acceleration times the last, from up_step up to
  *     AGILE_PROBE_MAX_STEP, so capacity that came back is found in a
  *     handful of ticks, while a rate at its knee stays there instead of
- *     walking into the queue at up_step a tick.
+ *     walking into the queue at up_step a tick.  A step whose tick's p50
+ *     rose past the band and by more than AGILE_PROBE_QUIET is taken
+ *     back.  Past the band, from the AGILE_PROBE_PATIENCE-th healthy tick
+ *     in a row on, a tick whose p50 is flat (within AGILE_PROBE_QUIET of
+ *     the tick before's) tries one step, and the series goes on while
+ *     each step is used and leaves the p50 flat, at most
+ *     AGILE_PROBE_FLAT_STEPS up_steps a tick: a capacity that fell may
+ *     answer slower unloaded than the baseline learned, which no queue
+ *     explains, and only a step shows which it is.
  *  d. Goodput cut (goodput_cut).  The guard's cut is sized by the tick's own
  *     answers: a tick whose own share past the tail target is within the
  *     tolerance does not cut on the smoothing's memory, and a second cut in
@@ -267,6 +275,21 @@ double agile__rule_b_knee_ramp(const struct tick *t)
 	return next > t->knee_cap ? t->knee_cap : next;
 }
 
+/* Rule c's step number `streak` (0 the first): up_step times
+ * probe_acceleration for each before it, at most AGILE_PROBE_MAX_STEP, or
+ * AGILE_PROBE_FLAT_STEPS up_steps away from the baseline. */
+static double probe_step(const struct agile_resolved *r, int32_t streak,
+                         bool quiet)
+{
+	double most = quiet ? AGILE_PROBE_MAX_STEP :
+	                      AGILE_PROBE_FLAT_STEPS * r->up_step;
+	double step = r->up_step * pow(r->probe_acceleration, streak);
+
+	if (most < r->up_step)
+		most = r->up_step;
+	return step > most ? most : step;
+}
+
 /*
  * Rule c, probing at the knee: the step up from the knee on.  It is taken
  * only while nothing queues, the p50 within AGILE_PROBE_QUIET of the
@@ -276,22 +299,55 @@ double agile__rule_b_knee_ramp(const struct tick *t)
  * answers a few percent slower than when the baseline was learned, while
  * the baseline approaches such a p50 from below and never reaches it, so
  * after a capacity recovery the rate held at the old knee for good (issue
- * 15).  A queue at the knee shows as tens of percent.  0 holds.
+ * 15).  A queue at the knee shows as tens of percent, and the step that
+ * raised it so is taken back: held, it queued at the rate it tried.
+ *
+ * Nor only near the baseline: a downstream whose capacity fell answers
+ * slower unloaded (one worker at 80 a second takes 12.5 ms more a request
+ * than at 250), and the baseline, which rises 0.2% a tick, takes minutes
+ * to learn it; ab held 46 a second against a capacity of 80 for the whole
+ * phase, its p50 flat at 23.5 ms against a baseline of 14.6 (issue 15).
+ * No latency tells a slower answer from a standing queue; a step does.  So
+ * after AGILE_PROBE_PATIENCE healthy ticks a flat p50 tries up_step; a
+ * step the program used (half of it at least: an event loop's ticks
+ * alternate, and a tick that sent less shows nothing) whose p50 stayed
+ * flat is followed by the next, at most AGILE_PROBE_FLAT_STEPS up_steps,
+ * and one that raised the p50 is taken back, the patience starting over.
+ * The patience and the smaller step are what a knee with a standing queue
+ * pays: bench-matrix's steady and slo-breaks scenarios, whose p50 at the
+ * knee wanders across the band, kept 90% inside the SLO with a patience
+ * of eight and lost it (88.5-90.0%) with two to five.  Negative: the step
+ * back; 0 holds.
  */
 double agile__rule_c_probe_step(const struct agile_controller *n,
                                 const struct tick *t)
 {
 	const struct agile_resolved *r = t->r;
-	double step = r->up_step;
 
 	if (!t->at_knee)
-		return step;
-	if (t->p50 > n->baseline_ns * (1 + AGILE_PROBE_QUIET))
+		return r->up_step;
+	double quiet_ns = n->baseline_ns * (1 + AGILE_PROBE_QUIET);
+	bool quiet = t->p50 <= quiet_ns;
+	bool flat = t->p50_before > 0 &&
+	            t->p50 <= t->p50_before * (1 + AGILE_PROBE_QUIET);
+	/* The step the tick before took, if it took one (the same arithmetic
+	 * as below, from what its p50 was). */
+	double last = 0;
+	if (t->after_step && n->increase_streak > 0)
+		last = probe_step(r, n->increase_streak - 1,
+		                  t->p50_before <= quiet_ns);
+	if (!quiet && last > 0 && !flat)
+		/* It raised the p50: take it back. */
+		return 1.0 / (1.0 + last) - 1.0;
+	/* It was used, and the p50 did not rise: go on. */
+	bool held_flat = last > 0 && flat &&
+	                 t->in->used >= t->used_before * (1 + last / 2);
+	/* Or try one step: patience, flat all along. */
+	bool try = flat && !t->after_step &&
+	           n->up_agree >= AGILE_PROBE_PATIENCE;
+	if (!quiet && !held_flat && !try)
 		return 0;
-	double most = r->up_step > AGILE_PROBE_MAX_STEP ? r->up_step
-	                                                : AGILE_PROBE_MAX_STEP;
-	step *= pow(r->probe_acceleration, n->increase_streak);
-	return step > most ? most : step;
+	return probe_step(r, n->increase_streak, quiet);
 }
 
 /* Rule d's first half: the tick's own share of answers inside the target;

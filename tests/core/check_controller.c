@@ -759,7 +759,8 @@ END_TEST
  * Rule c: at 0.92 x knee a healthy tick steps up only while its p50 sits
  * within a tenth of the headroom above the baseline (30 ms, window 80 ms:
  * up to 35 ms); then each step in a row doubles, 5%, 10%, 20%, 40%, and
- * stops at 60%.  A tick above that holds and restarts the series.
+ * stops at 60%.  A tick above that, its p50 risen, takes the last step
+ * back and restarts the series.
  */
 START_TEST(controller_probe_at_knee)
 {
@@ -785,8 +786,10 @@ START_TEST(controller_probe_at_knee)
 	}
 	c.baseline_ns = 30 * MS;
 	double rate = c.rate;
-	ck_assert_double_eq(step_measured(&c, &r, samples(100, 40 * MS), rate,
-	                                  (uint64_t)rate), rate);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(100, 40 * MS),
+	                                      rate, (uint64_t)rate),
+	                        rate / 1.6, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
 	ck_assert_int_eq(c.increase_streak, 0);
 	/* Before any knee is learned the whole range is probed that way. */
 	warm(&c, &r, 50);
@@ -795,6 +798,91 @@ START_TEST(controller_probe_at_knee)
 	                    50);
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(50, 25 * MS), 50,
 	                                      50), 52.5, 1e-9);
+}
+END_TEST
+
+/*
+ * Rule c after a capacity drop: one worker at 80 a second answers in 23.5
+ * ms unloaded where at 250 it took 14.6, the baseline it learned.  The cut
+ * left the rate at 46, at its knee, with a p50 flat at 23.7 ms, healthy
+ * but far past the baseline, which rises 0.2% a tick: the probe held there
+ * for the whole phase (issue 15, ab -c 32 behind inflight=, 12 ticks at 46
+ * against a capacity of 80).  Now, after AGILE_PROBE_PATIENCE healthy ticks
+ * in a row with the p50 flat, one up_step is tried; while each step is
+ * used and the p50 stays flat the series goes on, at most 2 x up_step a
+ * tick away from the baseline; the step that raises the p50 is taken back
+ * and the patience starts over.
+ */
+START_TEST(controller_probe_when_flat_above_the_baseline)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+	const double flat = 23.7 * MS;
+
+	warm(&c, &r, 46);
+	c.baseline_ns = 14.6 * MS;
+	c.knee_rate = 50;
+	for (int i = 1; i < AGILE_PROBE_PATIENCE; i++) {
+		ck_assert_double_eq(step_measured(&c, &r, samples(46, flat),
+		                                  46, 46), 46);
+		ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	}
+	/* The try: one up_step. */
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(46, flat), 46,
+	                                      46), 46 * 1.05, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+	/* Used, and flat: twice the step, then no more than that. */
+	double rate = c.rate;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(48, flat), rate,
+	                                      48), rate * 1.10, 1e-9);
+	rate = c.rate;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(53, flat), rate,
+	                                      53), rate * 1.10, 1e-9);
+	ck_assert_int_eq(c.increase_streak, 3);
+	/* 10% slower than the tick before: a queue; the step is taken back. */
+	rate = c.rate;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(58, 26.1 * MS),
+	                                      rate, 58), rate / 1.10, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
+	ck_assert_int_eq(c.increase_streak, 0);
+	ck_assert_int_eq(c.up_agree, 0);
+	/* What that tick delivered is the knee now (a cut's rule a), and
+	 * the patience starts over: rule b's ramp to 0.92 x 58, no try. */
+	ck_assert_double_eq(c.knee_rate, 58);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(53, 26.1 * MS),
+	                                      c.rate, 53), 0.92 * 58, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	rate = c.rate;
+	ck_assert_double_eq(step_measured(&c, &r, samples(53, 26.1 * MS), rate,
+	                                  53), rate);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert(c.baseline_ns < 15 * MS);
+}
+END_TEST
+
+/*
+ * A try the program did not use proves nothing: the event loop's ticks
+ * alternate (bench/matrix.c's loop scenarios use 14 then 29 a second), and
+ * a flat p50 over a tick that sent less is no sign of room.  The series
+ * stops there and holds.
+ */
+START_TEST(controller_probe_flat_needs_the_step_used)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+	const double flat = 23.7 * MS;
+
+	warm(&c, &r, 46);
+	c.baseline_ns = 14.6 * MS;
+	c.knee_rate = 50;
+	for (int i = 0; i < AGILE_PROBE_PATIENCE; i++)
+		step_measured(&c, &r, samples(46, flat), 46, 46);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+	double rate = c.rate;
+	ck_assert_double_eq(step_measured(&c, &r, samples(46, flat), 46, 46),
+	                    rate);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
+	ck_assert_int_eq(c.increase_streak, 0);
 }
 END_TEST
 
@@ -1555,6 +1643,8 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_delivered_needs_paired_answers);
 	tcase_add_test(tc, controller_knee_ramp_returns_without_agreement);
 	tcase_add_test(tc, controller_probe_at_knee);
+	tcase_add_test(tc, controller_probe_when_flat_above_the_baseline);
+	tcase_add_test(tc, controller_probe_flat_needs_the_step_used);
 	tcase_add_test(tc, controller_goodput_cut);
 	tcase_add_test(tc, controller_rules_off_one_by_one);
 	tcase_add_test(tc, controller_goodput_cut_spares_the_cold_start_overshoot);
