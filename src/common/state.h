@@ -79,6 +79,8 @@
  * same offsets, but a version 4 preload would read their bits as integers.
  * Version 6 appended the client table (a listener's client_rate=) to the
  * resilience region, and its lock in the inbound block's padding.
+ * Version 7 added the controller's peak_knee (rule b above the knee),
+ * which moves every field after knee_rate.
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -92,7 +94,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 6
+#define AGILE_STATE_VERSION 7
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

@@ -169,6 +169,10 @@ struct agile_config {
 #define AGILE_BACKLOG_MAX_TICKS 3 /* the longest a cut's backlog holds
                                      further cuts: a knee measured too
                                      high must not hold them for long */
+#define AGILE_BACKLOG_FALL 0.10  /* a backlog that drains lowers the p50
+                                     by this share a tick at least; one
+                                     that does not, after a cut from the
+                                     rate, is no backlog (rule a) */
 #define AGILE_PROBE_QUIET 0.05   /* rule c probes while the p50 sits
                                      within this share above the
                                      baseline */
@@ -178,6 +182,22 @@ struct agile_config {
                                      p50 is within AGILE_PROBE_QUIET of
                                      the tick before's: a capacity that
                                      fell may answer slower unloaded */
+#define AGILE_PROBE_BACK_RISE 0.10 /* rule c takes back a step whose
+                                     tick's p50, past the quiet band, rose
+                                     by more than this share over the tick
+                                     before's (5% is within the matrix's
+                                     noise at a knee, and learned knees too
+                                     low) */
+#define AGILE_PEAK_HALF_LIFE_S 60 /* rule b climbs back toward the
+                                     highest knee while the p50 is quiet;
+                                     the gap to the knee halves in this
+                                     many seconds (at 30 the matrix's
+                                     recovery from a low start took 11
+                                     ticks, at 120 the diurnal ramp lost
+                                     90% in the SLO) */
+#define AGILE_PEAK_SHARE 1.5      /* ... and only while the peak knee is
+                                     this many times the knee: a capacity
+                                     that fell, not the knee's own noise */
 #define AGILE_PROBE_FLAT_STEPS 2 /* rule c's largest step past the quiet
                                      band, in up_steps */
 #define AGILE_PROBE_MAX_STEP 0.6  /* the largest accelerated step: 5, 10,

@@ -47,6 +47,9 @@ struct agile_controller {
 	                          unknown or the delivered rules are off */
 	double knee_rate;      /* delivered rate at the last deficit cut; 0
 	                          until one */
+	double peak_knee;      /* the highest knee, forgotten toward the knee
+	                          with a half-life of AGILE_PEAK_HALF_LIFE_S;
+	                          0 until a knee */
 	double answer_ratio;   /* answers per grant on healthy spans:
 	                          paired_answers / paired_grants; the delivered
 	                          rules need it near 1; 0 unknown */

@@ -198,6 +198,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_u32(&c->last_action, n->last_action);
 	agile__store_double(&c->delivered, n->delivered);
 	agile__store_double(&c->knee_rate, n->knee_rate);
+	agile__store_double(&c->peak_knee, n->peak_knee);
 	agile__store_i32(&c->increase_streak, n->increase_streak);
 	agile__store_u32(&c->cutting, n->cutting);
 	agile__store_u32(&c->backlog_ms, n->backlog_ms);
@@ -346,7 +347,12 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		n->last_action = AGILE_ACTION_DECREASE;
 		return;
 	}
-	if (!t->healthy || (n->up_agree < r->recover_ticks && !t->below_knee))
+	/* Rule c's cold start does not wait for agreement either: nothing
+	 * is known yet to agree with, and each tick held is a tick of the
+	 * slow start's climb. */
+	bool eager = t->below_knee ||
+	             (n->cold_start && r->probe_acceleration > 1);
+	if (!t->healthy || (n->up_agree < r->recover_ticks && !eager))
 		return;
 	if (t->used < t->rate / 2 && !t->below_knee) {
 		/* Raising a rate nobody uses only grows a promise that has
@@ -363,6 +369,9 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else if (t->below_knee) {
 		t->next = agile__rule_b_knee_ramp(t);
+		n->last_action = AGILE_ACTION_MULTIPLY;
+	} else if (agile__rule_b_below_peak(n, t)) {
+		t->next = agile__rule_b_peak_ramp(t);
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else {
 		double step = agile__rule_c_probe_step(n, t);

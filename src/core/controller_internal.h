@@ -66,6 +66,7 @@ struct tick {
 	double knee_cap;    /* delivered_share x knee, or 0 while not trusted */
 	bool below_knee;    /* rule b applies */
 	bool at_knee;       /* rule c applies */
+	double peak_cap;    /* delivered_share x the peak knee, or 0 */
 	/* Step 6 and rule d. */
 	bool tail;
 	double inside;      /* the tick's share of answers inside the target */
@@ -75,6 +76,9 @@ struct tick {
 void agile__rule_a_measure(struct agile_controller *n, struct tick *t);
 void agile__rules_region(const struct agile_controller *n, struct tick *t);
 double agile__rule_b_knee_ramp(const struct tick *t);
+bool agile__rule_b_below_peak(const struct agile_controller *n,
+                              const struct tick *t);
+double agile__rule_b_peak_ramp(const struct tick *t);
 double agile__rule_c_probe_step(const struct agile_controller *n,
                                 const struct tick *t);
 void agile__rule_d_own_share(struct tick *t);

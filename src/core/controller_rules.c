@@ -45,6 +45,11 @@
  *     multiplies the rate by knee_ramp, capped there, without waiting for
  *     the agreement of step 4: the downstream delivered that much already.
  *     The cap is what the seed's recover_ramp lacks, and why it overshoots.
+ *     Above the knee, while the p50 is back within AGILE_PROBE_QUIET of
+ *     the baseline and the highest knee learned (the peak knee, forgotten
+ *     toward the knee with a half-life of AGILE_PEAK_HALF_LIFE_S) is
+ *     AGILE_PEAK_SHARE times the knee or more, it multiplies so toward
+ *     delivered_share x the peak knee: a capacity that dipped is back.
  *  c. Probing at the knee (probe_acceleration).  From delivered_share x knee
  *     up (anywhere before a knee is known), a healthy tick steps up only
  *     while its p50 sits within AGILE_PROBE_QUIET (5%) of the baseline,
@@ -53,7 +58,7 @@
  *     AGILE_PROBE_MAX_STEP, so capacity that came back is found in a
  *     handful of ticks, while a rate at its knee stays there instead of
  *     walking into the queue at up_step a tick.  A step whose tick's p50
- *     rose past the band and by more than AGILE_PROBE_QUIET is taken
+ *     rose past the band and by more than AGILE_PROBE_BACK_RISE is taken
  *     back.  Past the band, from the AGILE_PROBE_PATIENCE-th healthy tick
  *     in a row on, a tick whose p50 is flat (within AGILE_PROBE_QUIET of
  *     the tick before's) tries one step, and the series goes on while
@@ -249,9 +254,19 @@ void agile__rules_region(const struct agile_controller *n, struct tick *t)
 
 	t->held = t->measured && t->used < t->rate * (1.0 - r->down_step);
 	t->load = t->held ? t->used : t->rate;
-	t->draining = (t->delivered_known && (!t->split || n->cutting) &&
-	               t->delivered - t->used > t->slack) ||
-	              (t->backlog && !t->held);
+	/* A backlog drains: the p50 falls, by AGILE_BACKLOG_FALL at least.
+	 * One held level after a cut from the rate is a downstream slower at
+	 * any rate (bench-matrix's slo-breaks: 144 then 140 ms at 130 ms of
+	 * service time, and the held tick cost a tick of answers outside the
+	 * SLO), unless the cut was from what the program used: such a program
+	 * reads the last of its queue's answers late (ab after a drop: 400
+	 * then 390 ms, controller_backlog_holds_the_next_cut). */
+	bool level = t->p50_before > 0 &&
+	             t->p50 > t->p50_before * (1 - AGILE_BACKLOG_FALL);
+	t->draining = ((t->delivered_known && (!t->split || n->cutting) &&
+	                t->delivered - t->used > t->slack) ||
+	               (t->backlog && !t->held)) &&
+	              (!level || n->cut_from_used);
 	/* A deficit whose answers all came back inside the window is no
 	 * queue's: wrk -t2 -c32 at 41 req/s reads the fifteen answers each
 	 * thread's wait stamped in one go, 30 or 45 a tick, all in 23 ms, and
@@ -265,6 +280,8 @@ void agile__rules_region(const struct agile_controller *n, struct tick *t)
 	 * known). */
 	t->at_knee = r->probe_acceleration > 1 && t->delivered_known &&
 	             t->rate >= t->knee_cap;
+	t->peak_cap = t->delivered_known ? r->delivered_share * n->peak_knee
+	                                 : 0;
 }
 
 /* Rule b, the knee ramp: multiply, capped at delivered_share x knee. */
@@ -273,6 +290,33 @@ double agile__rule_b_knee_ramp(const struct tick *t)
 	double next = t->rate * t->r->knee_ramp;
 
 	return next > t->knee_cap ? t->knee_cap : next;
+}
+
+/*
+ * Rule b above the knee: below delivered_share x the peak knee, with the
+ * p50 back within AGILE_PROBE_QUIET of the baseline, the downstream that
+ * delivered the peak answers as it did then, and the climb back is rule
+ * b's.  A capacity that dips and comes back (a failover, a pause, a noisy
+ * neighbour) is the common case: ab after 250 -> 80 -> 250 req/s climbed
+ * back in five of rule c's steps, 80 -> 88 -> 106 -> 148 -> 237 -> 379,
+ * about 650 answers short of the capacity and an overshoot past it (issue
+ * 15).  The peak is forgotten toward the knee (half-life
+ * AGILE_PEAK_HALF_LIFE_S), so a capacity that fell for good stops luring
+ * the rate up.
+ */
+bool agile__rule_b_below_peak(const struct agile_controller *n,
+                              const struct tick *t)
+{
+	return t->at_knee && t->r->knee_ramp > 1 && t->rate < t->peak_cap &&
+	       n->peak_knee >= AGILE_PEAK_SHARE * n->knee_rate &&
+	       t->p50 <= n->baseline_ns * (1 + AGILE_PROBE_QUIET);
+}
+
+double agile__rule_b_peak_ramp(const struct tick *t)
+{
+	double next = t->rate * t->r->knee_ramp;
+
+	return next > t->peak_cap ? t->peak_cap : next;
 }
 
 /* Rule c's step number `streak` (0 the first): up_step times
@@ -300,7 +344,8 @@ static double probe_step(const struct agile_resolved *r, int32_t streak,
  * the baseline approaches such a p50 from below and never reaches it, so
  * after a capacity recovery the rate held at the old knee for good (issue
  * 15).  A queue at the knee shows as tens of percent, and the step that
- * raised it so is taken back: held, it queued at the rate it tried.
+ * raised it by AGILE_PROBE_BACK_RISE or more is taken back: held, it
+ * queued at the rate it tried.
  *
  * Nor only near the baseline: a downstream whose capacity fell answers
  * slower unloaded (one worker at 80 a second takes 12.5 ms more a request
@@ -313,6 +358,8 @@ static double probe_step(const struct agile_resolved *r, int32_t streak,
  * alternate, and a tick that sent less shows nothing) whose p50 stayed
  * flat is followed by the next, at most AGILE_PROBE_FLAT_STEPS up_steps,
  * and one that raised the p50 is taken back, the patience starting over.
+ * A step back is a cut: rule a learns the knee at what its tick
+ * delivered.
  * The patience and the smaller step are what a knee with a standing queue
  * pays: bench-matrix's steady and slo-breaks scenarios, whose p50 at the
  * knee wanders across the band, kept 90% inside the SLO with a patience
@@ -336,7 +383,8 @@ double agile__rule_c_probe_step(const struct agile_controller *n,
 	if (t->after_step && n->increase_streak > 0)
 		last = probe_step(r, n->increase_streak - 1,
 		                  t->p50_before <= quiet_ns);
-	if (!quiet && last > 0 && !flat)
+	if (!quiet && last > 0 &&
+	    t->p50 > t->p50_before * (1 + AGILE_PROBE_BACK_RISE))
 		/* It raised the p50: take it back. */
 		return 1.0 / (1.0 + last) - 1.0;
 	/* It was used, and the p50 did not rise: go on. */
@@ -459,6 +507,14 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 	 * that cut saw answers lag by the queue it was building. */
 	if (t->draining && n->cutting && t->delivered > n->knee_rate)
 		n->knee_rate = t->delivered;
+	/* The peak knee (rule b above the knee), forgotten toward it. */
+	if (n->knee_rate >= n->peak_knee)
+		n->peak_knee = n->knee_rate;
+	else
+		n->peak_knee -= (n->peak_knee - n->knee_rate) *
+		                (1.0 - exp2(-(double)t->r->tick_ns /
+		                            (AGILE_PEAK_HALF_LIFE_S *
+		                             (double)AGILE_NS_PER_S)));
 
 	/* The backlog: the queue this tick saw, p50's excess over the
 	 * baseline times the knee it was delivered at, drains at the knee

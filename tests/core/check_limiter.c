@@ -843,8 +843,9 @@ START_TEST(limiter_rate_stats_populated)
 	ck_assert_double_eq_tol(s.used, 80.0, 1e-9);
 	ck_assert_uint_eq(s.ticks, 1);
 	ck_assert_uint_eq(s.blind_ticks, 0);
-	/* Healthy, but the SLO anchor waits for a second agreeing tick. */
-	ck_assert_int_eq(s.last_action, AGILE_ACTION_HOLD);
+	/* Healthy, in cold start: slow start doubles without waiting for
+	 * the SLO anchor's second agreeing tick (rule c). */
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_MULTIPLY);
 	ck_assert_uint_eq(s.totals.samples, 100);
 	ck_assert_uint_eq(s.totals.unreachable, 1);
 	ck_assert_uint_eq(s.totals.aborted, 1);

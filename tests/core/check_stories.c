@@ -430,9 +430,8 @@ END_TEST
  * is a 50 us "round trip", the fastest the downstream has ever been, and the
  * law raises the rate into a dependency that is down.  Seed: 50 -> 335 req/s
  * in ten seconds "and kept going".  Ours is worse, because the storm arrives
- * during cold start: PresetNone's SLO anchor holds the first tick (two
- * agreeing ticks per step) and then doubles, 50 -> 100 -> 200 -> 400 -> 500,
- * pinned at the ceiling from the 5th tick on.
+ * during cold start, whose slow start doubles from the first tick, 50 ->
+ * 100 -> 200 -> 400 -> 500, pinned at the ceiling from the 4th tick on.
  */
 START_TEST(stories_refused_storm_unclassified_drives_rate_up)
 {
@@ -448,8 +447,8 @@ START_TEST(stories_refused_storm_unclassified_drives_rate_up)
 		ck_assert_uint_eq(story_stats(&s).unreachable, 0);
 		ck_assert_uint_gt(story_stats(&s).samples, 0);
 		if (t == 0)
-			ck_assert_double_eq_tol(rate, 50.0, 1e-9);
-		if (t == 4)
+			ck_assert_double_eq_tol(rate, 100.0, 1e-9);
+		if (t == 3)
 			ck_assert_double_eq_tol(rate, 500.0, 1e-9);
 		prev = rate;
 	}
@@ -1077,7 +1076,9 @@ END_TEST
  * (an EWMA approaches from one side).  Now the probe steps on any p50
  * within AGILE_PROBE_QUEUE_SHARE of the headroom above the baseline, and
  * the rate is back at 120 req/s, where this downstream starts to queue,
- * in 6 ticks.
+ * in 3 ticks: rule b doubles toward 0.92 x the peak knee (learned before
+ * the drop, forgotten toward 40 for 20 ticks), then rule c steps (6 ticks
+ * before rule b reached for the peak).
  */
 START_TEST(stories_recovery_probes_a_bucket_above_the_baseline)
 {
@@ -1096,7 +1097,7 @@ START_TEST(stories_recovery_probes_a_bucket_above_the_baseline)
 		story_tick_capacity(&s, 150, above, 300 * MS);
 		ticks++;
 	}
-	ck_assert_int_eq(ticks, 6);
+	ck_assert_int_eq(ticks, 3);
 }
 END_TEST
 
