@@ -486,17 +486,28 @@ void agile__rule_a_deficit_cut(struct agile_controller *n, struct tick *t)
  * after (ab saw a knee of 64 for a capacity of 40, and climbed into the
  * queue twice more to learn it).  A program that sends its rate whatever
  * the answers (into an SLO that broke) is never cut from what it used.
+ * What it delivered under the rate in force measures that rate, not the
+ * capacity: ab after 250 -> 80 req/s was cut to 45.6, read its queue's
+ * last answers late the next tick (p50 124 ms, 45 delivered at 45.6), and
+ * a knee of 52 held it at 47.8 for eight ticks with 80 on offer (issue
+ * 15).  So the knee is what was delivered under delivered_share x the
+ * rate, or with the p50 still rising (the queue full throughout, growing:
+ * the event loop's 37 at 35.7 below, 180 then 390 ms).
  */
 void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 {
 	bool cut_now = n->last_action == AGILE_ACTION_DECREASE ||
 	               n->last_action == AGILE_ACTION_TAIL;
 	bool learns = t->measured && !t->split && cut_now;
+	bool capacity = t->delivered < t->r->delivered_share * t->rate ||
+	                t->p50 > t->p50_before;
 
 	if (learns && (t->deficit || !n->cutting) &&
-	    (t->deficit || t->congested || !t->below_knee))
+	    (t->deficit || t->congested || !t->below_knee) &&
+	    (capacity || !n->cutting))
 		n->knee_rate = t->delivered;
-	else if (learns && t->congested && (n->cut_from_used || t->held))
+	else if (learns && t->congested && (n->cut_from_used || t->held) &&
+	         capacity)
 		n->knee_rate = t->delivered;
 	if (cut_now) {
 		n->cut_from_used = t->load < t->rate;

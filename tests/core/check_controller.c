@@ -1362,6 +1362,41 @@ START_TEST(controller_knee_after_a_cut_from_what_was_used)
 END_TEST
 
 /*
+ * ...but what a program held to its answers delivered under the rate in
+ * force measures the rate.  ab -c 32 after 250 -> 80 req/s: cut to 45.6
+ * from what it used, it read its queue's last answers late the next tick,
+ * 45 of them at a p50 of 124 ms after 125; a knee of 45 would hold it at
+ * 41 for eight ticks with 80 on offer.  The knee of its first cut stands.
+ * With the p50 still rising the queue was full throughout, and 45 is the
+ * knee.
+ */
+START_TEST(controller_knee_not_the_rate_in_force)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 45.6);
+	c.knee_rate = 83;
+	c.cutting = 1;
+	c.cut_from_used = 1;
+	c.last_action = AGILE_ACTION_DECREASE;
+	c.p50_ns = 125 * MS;
+	ck_assert_double_lt(step_measured(&c, &r, samples(45, 124 * MS), 52,
+	                                  45), 45.6);
+	ck_assert_double_eq(c.knee_rate, 83);
+
+	warm(&c, &r, 45.6);
+	c.knee_rate = 83;
+	c.cutting = 1;
+	c.cut_from_used = 1;
+	c.last_action = AGILE_ACTION_DECREASE;
+	c.p50_ns = 100 * MS;
+	step_measured(&c, &r, samples(45, 124 * MS), 52, 45);
+	ck_assert_double_eq(c.knee_rate, 45);
+}
+END_TEST
+
+/*
  * Rule a's backlog, replaying ab -c 16 against scripts/downstream.py when
  * its capacity dropped from 150 to 40 req/s.  At 148 req/s ab used 41:
  * its sixteen requests queued, 400 ms each.  The guard cuts from what was
@@ -1751,6 +1786,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_knee_learned_before_answers_are_trusted);
 	tcase_add_test(tc, controller_cut_acts_on_what_was_used);
 	tcase_add_test(tc, controller_knee_after_a_cut_from_what_was_used);
+	tcase_add_test(tc, controller_knee_not_the_rate_in_force);
 	tcase_add_test(tc, controller_backlog_holds_the_next_cut);
 	tcase_add_test(tc, controller_backlog_bounded);
 	tcase_add_test(tc, controller_backlog_not_when_held_to_answers);
