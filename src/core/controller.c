@@ -347,6 +347,21 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		n->last_action = AGILE_ACTION_DECREASE;
 		return;
 	}
+	/* Rule c's step back does not wait for agreement, nor does the tail
+	 * guard cut past it while most of the tick's answers are inside the
+	 * tail target (AGILE_TAKE_BACK_TAIL): the step that queued is known,
+	 * and the rate before it was not queueing (the Python client at 80 a
+	 * second: 77.2 -> 85.0, p99 51.6 ms against 50, and the guard's cut
+	 * to 59.5 swung the rate 30%).  An SLO that broke as the step was
+	 * taken is the guard's. */
+	double back = agile__rule_c_take_back(n, t);
+	if (back < 0 && !t->healthy) {
+		t->next = t->rate * (1.0 + back);
+		t->took_back = true;
+		n->up_agree = 0;
+		n->last_action = AGILE_ACTION_DECREASE;
+		return;
+	}
 	/* Rule c's cold start does not wait for agreement either: nothing
 	 * is known yet to agree with, and each tick held is a tick of the
 	 * slow start's climb. */
@@ -380,8 +395,10 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		                 step < 0 ? AGILE_ACTION_DECREASE :
 		                            AGILE_ACTION_HOLD;
 		/* A step taken back waits out the patience again. */
-		if (step < 0)
+		if (step < 0) {
 			n->up_agree = 0;
+			t->took_back = true;
+		}
 	}
 }
 
@@ -391,6 +408,12 @@ static void step_tail_guard(struct agile_controller *n, struct tick *t)
 {
 	t->tail = tail_guard_fires(n, t->r, t->in->hist, t->p99) &&
 	          !t->draining;
+	if (t->tail && t->took_back && t->observed > 0 &&
+	    (double)agile_hist_count_above(
+	            t->in->hist,
+	            agile__trunc_i64(agile_controller_tail_ns(t->r))) <=
+	    AGILE_TAKE_BACK_TAIL * (double)t->observed)
+		t->tail = false;
 	agile__rule_d_own_share(t);
 	if (!t->tail)
 		return;

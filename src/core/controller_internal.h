@@ -40,6 +40,7 @@ struct tick {
 	bool cold;          /* the tick ran in cold start (the step may end it) */
 	bool after_cut;     /* the tick before cut (rule d) */
 	bool after_step;    /* the tick before stepped up at the knee (rule c) */
+	bool took_back;     /* this tick takes that step back (rule c) */
 	double used_before; /* what the tick before used (rule c) */
 	double p50_before;  /* the tick before's p50, 0 if blind (rule d) */
 	/* Rule a's measure of the span ending at this tick. */
@@ -79,6 +80,8 @@ double agile__rule_b_knee_ramp(const struct tick *t);
 bool agile__rule_b_below_peak(const struct agile_controller *n,
                               const struct tick *t);
 double agile__rule_b_peak_ramp(const struct tick *t);
+double agile__rule_c_take_back(const struct agile_controller *n,
+                               const struct tick *t);
 double agile__rule_c_probe_step(const struct agile_controller *n,
                                 const struct tick *t);
 void agile__rule_d_own_share(struct tick *t);

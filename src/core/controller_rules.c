@@ -366,6 +366,42 @@ static double probe_step(const struct agile_resolved *r, int32_t streak,
  * of eight and lost it (88.5-90.0%) with two to five.  Negative: the step
  * back; 0 holds.
  */
+/* The step rule c took the tick before, if it took one (the same
+ * arithmetic as agile__rule_c_probe_step, from what that tick's p50 was);
+ * 0 if none. */
+static double last_probe_step(const struct agile_controller *n,
+                              const struct tick *t)
+{
+	double quiet_ns = n->baseline_ns * (1 + AGILE_PROBE_QUIET);
+
+	if (!t->at_knee || !t->after_step || n->increase_streak <= 0)
+		return 0;
+	return probe_step(t->r, n->increase_streak - 1,
+	                  t->p50_before <= quiet_ns);
+}
+
+/*
+ * Rule c's step back: the step the tick before took raised the p50, past
+ * the quiet band, by more than AGILE_PROBE_BACK_RISE.  Negative, the
+ * step that returns to the rate before it; 0 when there is none to take
+ * back.  It is taken whether the tick is healthy or not: a step that
+ * queued is known to be the one to undo, and a tick of congestion held
+ * while the hysteresis agrees grows the queue it started (wrk after the
+ * drop: 77 -> 84.8 into 80, the p50 23 -> 40 ms, held a tick, then the
+ * tail guard's 30% cut to 59.3, a swing of twice the target; issue 15).
+ */
+double agile__rule_c_take_back(const struct agile_controller *n,
+                               const struct tick *t)
+{
+	double last = last_probe_step(n, t);
+	bool quiet = t->p50 <= n->baseline_ns * (1 + AGILE_PROBE_QUIET);
+
+	if (quiet || last <= 0 ||
+	    !(t->p50 > t->p50_before * (1 + AGILE_PROBE_BACK_RISE)))
+		return 0;
+	return 1.0 / (1.0 + last) - 1.0;
+}
+
 double agile__rule_c_probe_step(const struct agile_controller *n,
                                 const struct tick *t)
 {
@@ -377,16 +413,11 @@ double agile__rule_c_probe_step(const struct agile_controller *n,
 	bool quiet = t->p50 <= quiet_ns;
 	bool flat = t->p50_before > 0 &&
 	            t->p50 <= t->p50_before * (1 + AGILE_PROBE_QUIET);
-	/* The step the tick before took, if it took one (the same arithmetic
-	 * as below, from what its p50 was). */
-	double last = 0;
-	if (t->after_step && n->increase_streak > 0)
-		last = probe_step(r, n->increase_streak - 1,
-		                  t->p50_before <= quiet_ns);
-	if (!quiet && last > 0 &&
-	    t->p50 > t->p50_before * (1 + AGILE_PROBE_BACK_RISE))
-		/* It raised the p50: take it back. */
-		return 1.0 / (1.0 + last) - 1.0;
+	double last = last_probe_step(n, t);
+	double back = agile__rule_c_take_back(n, t);
+
+	if (back < 0)
+		return back;
 	/* It was used, and the p50 did not rise: go on. */
 	bool held_flat = last > 0 && flat &&
 	                 t->in->used >= t->used_before * (1 + last / 2);

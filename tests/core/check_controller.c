@@ -1397,6 +1397,51 @@ START_TEST(controller_knee_not_the_rate_in_force)
 END_TEST
 
 /*
+ * Rule c's step back on a congested tick.  At the knee (80, so from 73.6
+ * up), with the p50 flat at 40 ms against a 30 ms baseline, rule c stepped
+ * 73.3 -> 77 (up_step, past the quiet band); the tick after reads a p50 of
+ * 85 ms, past the 80 ms window.  It goes back to 73.3 at once, where the
+ * hysteresis would hold a tick and let the queue grow (wrk and Python
+ * after the drop, issue 15).  With 10% of the answers past the SLO the
+ * tail guard does not cut past the step back; with 60% past it, an SLO
+ * that broke, the guard cuts 30%.
+ */
+static void after_a_probe_step(struct agile_controller *c,
+                               const struct agile_resolved *r)
+{
+	warm(c, r, 77);
+	c->knee_rate = 80;
+	c->peak_knee = 80;
+	c->last_action = AGILE_ACTION_INCREASE;
+	c->increase_streak = 1;
+	c->p50_ns = 40 * MS;
+	c->used = 73;
+}
+
+START_TEST(controller_probe_step_back_when_congested)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	after_a_probe_step(&c, &r);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(77, 85 * MS), 77,
+	                                      77), 77 / 1.05, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
+
+	after_a_probe_step(&c, &r);
+	ck_assert_double_eq_tol(step_measured(&c, &r,
+	                                      samples2(70, 85 * MS, 7, 120 * MS),
+	                                      77, 77), 77 / 1.05, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
+
+	after_a_probe_step(&c, &r);
+	step_measured(&c, &r, samples2(30, 85 * MS, 47, 120 * MS), 77, 77);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_TAIL);
+	ck_assert_double_le(c.rate, 77 * 0.7 + 1e-9);
+}
+END_TEST
+
+/*
  * Rule a's backlog, replaying ab -c 16 against scripts/downstream.py when
  * its capacity dropped from 150 to 40 req/s.  At 148 req/s ab used 41:
  * its sixteen requests queued, 400 ms each.  The guard cuts from what was
@@ -1787,6 +1832,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_cut_acts_on_what_was_used);
 	tcase_add_test(tc, controller_knee_after_a_cut_from_what_was_used);
 	tcase_add_test(tc, controller_knee_not_the_rate_in_force);
+	tcase_add_test(tc, controller_probe_step_back_when_congested);
 	tcase_add_test(tc, controller_backlog_holds_the_next_cut);
 	tcase_add_test(tc, controller_backlog_bounded);
 	tcase_add_test(tc, controller_backlog_not_when_held_to_answers);
