@@ -49,7 +49,7 @@
  * first: the outage and the blind tick carry the span on), step_outage,
  * step_blind, step_fast_signal, step_window, step_hysteresis, rules_region
  * (what a cut acts on, and where rules a-c apply), step_proportional (with
- * rule_b_knee_ramp and rule_c_probe_step), step_tail_guard (with
+ * rule_c_take_back, rule_b_ramp and rule_c_probe_step), step_tail_guard (with
  * rule_d_own_share and rule_d_goodput_cut), rule_a_deficit_cut,
  * rule_a_knee, rule_c_streak, rule_a_calibrate, step_clamp, step_baseline.
  * The step_ functions are static here; the rules are controller_rules.c's,
@@ -383,10 +383,10 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		t->next = t->rate * r->slow_start_gain;
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else if (t->below_knee) {
-		t->next = agile__rule_b_knee_ramp(t);
+		t->next = agile__rule_b_ramp(t, t->knee_cap);
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else if (agile__rule_b_below_peak(n, t)) {
-		t->next = agile__rule_b_peak_ramp(t);
+		t->next = agile__rule_b_ramp(t, t->peak_cap);
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else {
 		double step = agile__rule_c_probe_step(n, t);
@@ -408,12 +408,6 @@ static void step_tail_guard(struct agile_controller *n, struct tick *t)
 {
 	t->tail = tail_guard_fires(n, t->r, t->in->hist, t->p99) &&
 	          !t->draining;
-	if (t->tail && t->took_back && t->observed > 0 &&
-	    (double)agile_hist_count_above(
-	            t->in->hist,
-	            agile__trunc_i64(agile_controller_tail_ns(t->r))) <=
-	    AGILE_TAKE_BACK_TAIL * (double)t->observed)
-		t->tail = false;
 	agile__rule_d_own_share(t);
 	if (!t->tail)
 		return;

@@ -68,6 +68,7 @@ struct tick {
 	bool below_knee;    /* rule b applies */
 	bool at_knee;       /* rule c applies */
 	double peak_cap;    /* delivered_share x the peak knee, or 0 */
+	double last_step;   /* rule c's step the tick before, 0 if none */
 	/* Step 6 and rule d. */
 	bool tail;
 	double inside;      /* the tick's share of answers inside the target */
@@ -76,10 +77,9 @@ struct tick {
 
 void agile__rule_a_measure(struct agile_controller *n, struct tick *t);
 void agile__rules_region(const struct agile_controller *n, struct tick *t);
-double agile__rule_b_knee_ramp(const struct tick *t);
+double agile__rule_b_ramp(const struct tick *t, double cap);
 bool agile__rule_b_below_peak(const struct agile_controller *n,
                               const struct tick *t);
-double agile__rule_b_peak_ramp(const struct tick *t);
 double agile__rule_c_take_back(const struct agile_controller *n,
                                const struct tick *t);
 double agile__rule_c_probe_step(const struct agile_controller *n,

@@ -248,6 +248,9 @@ void agile__rule_a_measure(struct agile_controller *n, struct tick *t)
  * program held to its answers cannot use its rate: the last cut did not
  * take it under what the downstream delivers, and no backlog drains.
  */
+static double probe_step(const struct agile_resolved *r, int32_t streak,
+                         bool quiet);
+
 void agile__rules_region(const struct agile_controller *n, struct tick *t)
 {
 	const struct agile_resolved *r = t->r;
@@ -282,14 +285,23 @@ void agile__rules_region(const struct agile_controller *n, struct tick *t)
 	             t->rate >= t->knee_cap;
 	t->peak_cap = t->delivered_known ? r->delivered_share * n->peak_knee
 	                                 : 0;
+	/* The step rule c took the tick before, if it took one (the same
+	 * arithmetic as agile__rule_c_probe_step, from what that tick's p50
+	 * was). */
+	t->last_step = 0;
+	if (t->at_knee && t->after_step && n->increase_streak > 0)
+		t->last_step = probe_step(r, n->increase_streak - 1,
+		                          t->p50_before <= n->baseline_ns *
+		                          (1 + AGILE_PROBE_QUIET));
 }
 
-/* Rule b, the knee ramp: multiply, capped at delivered_share x knee. */
-double agile__rule_b_knee_ramp(const struct tick *t)
+/* Rule b's ramp: multiply by knee_ramp, capped at `cap` (the knee cap
+ * below the knee, the peak cap above it). */
+double agile__rule_b_ramp(const struct tick *t, double cap)
 {
 	double next = t->rate * t->r->knee_ramp;
 
-	return next > t->knee_cap ? t->knee_cap : next;
+	return next > cap ? cap : next;
 }
 
 /*
@@ -310,13 +322,6 @@ bool agile__rule_b_below_peak(const struct agile_controller *n,
 	return t->at_knee && t->r->knee_ramp > 1 && t->rate < t->peak_cap &&
 	       n->peak_knee >= AGILE_PEAK_SHARE * n->knee_rate &&
 	       t->p50 <= n->baseline_ns * (1 + AGILE_PROBE_QUIET);
-}
-
-double agile__rule_b_peak_ramp(const struct tick *t)
-{
-	double next = t->rate * t->r->knee_ramp;
-
-	return next > t->peak_cap ? t->peak_cap : next;
 }
 
 /* Rule c's step number `streak` (0 the first): up_step times
@@ -366,20 +371,6 @@ static double probe_step(const struct agile_resolved *r, int32_t streak,
  * of eight and lost it (88.5-90.0%) with two to five.  Negative: the step
  * back; 0 holds.
  */
-/* The step rule c took the tick before, if it took one (the same
- * arithmetic as agile__rule_c_probe_step, from what that tick's p50 was);
- * 0 if none. */
-static double last_probe_step(const struct agile_controller *n,
-                              const struct tick *t)
-{
-	double quiet_ns = n->baseline_ns * (1 + AGILE_PROBE_QUIET);
-
-	if (!t->at_knee || !t->after_step || n->increase_streak <= 0)
-		return 0;
-	return probe_step(t->r, n->increase_streak - 1,
-	                  t->p50_before <= quiet_ns);
-}
-
 /*
  * Rule c's step back: the step the tick before took raised the p50, past
  * the quiet band, by more than AGILE_PROBE_BACK_RISE.  Negative, the
@@ -393,7 +384,7 @@ static double last_probe_step(const struct agile_controller *n,
 double agile__rule_c_take_back(const struct agile_controller *n,
                                const struct tick *t)
 {
-	double last = last_probe_step(n, t);
+	double last = t->last_step;
 	bool quiet = t->p50 <= n->baseline_ns * (1 + AGILE_PROBE_QUIET);
 
 	if (quiet || last <= 0 ||
@@ -413,7 +404,7 @@ double agile__rule_c_probe_step(const struct agile_controller *n,
 	bool quiet = t->p50 <= quiet_ns;
 	bool flat = t->p50_before > 0 &&
 	            t->p50 <= t->p50_before * (1 + AGILE_PROBE_QUIET);
-	double last = last_probe_step(n, t);
+	double last = t->last_step;
 	double back = agile__rule_c_take_back(n, t);
 
 	if (back < 0)
@@ -442,11 +433,21 @@ void agile__rule_d_own_share(struct tick *t)
 	const struct agile_resolved *r = t->r;
 
 	t->inside = 1;
-	if (!t->tail || r->goodput_cut <= 0)
+	if (!t->tail || (r->goodput_cut <= 0 && !t->took_back))
 		return;
-	t->inside = 1 - (double)agile_hist_count_above(
+	double inside = 1 - (double)agile_hist_count_above(
 		t->in->hist, agile__trunc_i64(agile_controller_tail_ns(r))) /
 		(double)t->observed;
+	/* Rule c's step back stands in for the guard's cut (step_proportional
+	 * says why) while AGILE_TAKE_BACK_TAIL of the answers at most are
+	 * past the target. */
+	if (t->took_back && 1 - inside <= AGILE_TAKE_BACK_TAIL) {
+		t->tail = false;
+		return;
+	}
+	if (r->goodput_cut <= 0)
+		return;
+	t->inside = inside;
 	if (1 - t->inside <= r->tail_tolerance ||
 	    (t->after_cut && t->p50 < t->window))
 		t->tail = false;

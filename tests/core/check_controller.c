@@ -694,32 +694,35 @@ END_TEST
  * a cut from what the program used, the program reads its queue's last
  * answers late, and it holds too.
  */
+/* A warm controller at 100 req/s, cutting, its knee 120, after a tick
+ * whose p50 was `p50_ms`. */
+static void cutting_at_100(struct agile_controller *c,
+                           const struct agile_resolved *r, int64_t p50_ms,
+                           uint32_t cut_from_used)
+{
+	warm(c, r, 100);
+	c->cutting = 1;
+	c->cut_from_used = cut_from_used;
+	c->knee_rate = 120;
+	c->p50_ns = (double)(p50_ms * MS);
+}
+
 START_TEST(controller_draining_needs_the_p50_to_fall)
 {
 	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
 	struct agile_controller c;
 
-	warm(&c, &r, 100);
-	c.cutting = 1;
-	c.knee_rate = 120;
-	c.p50_ns = 200 * MS;
+	cutting_at_100(&c, &r, 200, 0);
 	ck_assert_double_lt(step_measured(&c, &r, samples(140, 200 * MS), 100,
 	                                  140), 100);
 	ck_assert_uint_ne(c.last_action, AGILE_ACTION_HOLD);
 
-	warm(&c, &r, 100);
-	c.cutting = 1;
-	c.knee_rate = 120;
-	c.p50_ns = 250 * MS;
+	cutting_at_100(&c, &r, 250, 0);
 	ck_assert_double_eq(step_measured(&c, &r, samples(140, 200 * MS), 100,
 	                                  140), 100);
 	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
 
-	warm(&c, &r, 100);
-	c.cutting = 1;
-	c.cut_from_used = 1;
-	c.knee_rate = 120;
-	c.p50_ns = 200 * MS;
+	cutting_at_100(&c, &r, 200, 1);
 	ck_assert_double_eq(step_measured(&c, &r, samples(140, 200 * MS), 100,
 	                                  140), 100);
 	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
@@ -1370,27 +1373,30 @@ END_TEST
  * With the p50 still rising the queue was full throughout, and 45 is the
  * knee.
  */
+/* ab cut to 45.6 from what it used, its knee 83, after a tick whose p50
+ * was `p50_ms`. */
+static void ab_cut_to_45(struct agile_controller *c,
+                         const struct agile_resolved *r, int64_t p50_ms)
+{
+	warm(c, r, 45.6);
+	c->knee_rate = 83;
+	c->cutting = 1;
+	c->cut_from_used = 1;
+	c->last_action = AGILE_ACTION_DECREASE;
+	c->p50_ns = (double)(p50_ms * MS);
+}
+
 START_TEST(controller_knee_not_the_rate_in_force)
 {
 	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
 	struct agile_controller c;
 
-	warm(&c, &r, 45.6);
-	c.knee_rate = 83;
-	c.cutting = 1;
-	c.cut_from_used = 1;
-	c.last_action = AGILE_ACTION_DECREASE;
-	c.p50_ns = 125 * MS;
+	ab_cut_to_45(&c, &r, 125);
 	ck_assert_double_lt(step_measured(&c, &r, samples(45, 124 * MS), 52,
 	                                  45), 45.6);
 	ck_assert_double_eq(c.knee_rate, 83);
 
-	warm(&c, &r, 45.6);
-	c.knee_rate = 83;
-	c.cutting = 1;
-	c.cut_from_used = 1;
-	c.last_action = AGILE_ACTION_DECREASE;
-	c.p50_ns = 100 * MS;
+	ab_cut_to_45(&c, &r, 100);
 	step_measured(&c, &r, samples(45, 124 * MS), 52, 45);
 	ck_assert_double_eq(c.knee_rate, 45);
 }
