@@ -81,6 +81,8 @@
  * resilience region, and its lock in the inbound block's padding.
  * Version 7 added the controller's peak_knee (rule b above the knee),
  * which moves every field after knee_rate.
+ * Version 8 appended the controller's slo_broke (rule d's SLO break, which
+ * rule b climbs back from in one tick), growing it by 8 bytes.
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -94,7 +96,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 7
+#define AGILE_STATE_VERSION 8
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

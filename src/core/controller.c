@@ -209,6 +209,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_u32(&c->span_split, n->span_split);
 	agile__store_u32(&c->cut_from_used, n->cut_from_used);
 	agile__store_u32(&c->cut_ended_cold, n->cut_ended_cold);
+	agile__store_u32(&c->slo_broke, n->slo_broke);
 	agile__store_double(&c->paired_grants, n->paired_grants);
 	agile__store_double(&c->paired_answers, n->paired_answers);
 	agile__store_u32(&c->paired, n->paired);
@@ -383,10 +384,10 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		t->next = t->rate * r->slow_start_gain;
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else if (t->below_knee) {
-		t->next = agile__rule_b_ramp(t, t->knee_cap);
+		t->next = agile__rule_b_ramp(n, t, t->knee_cap);
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else if (agile__rule_b_below_peak(n, t)) {
-		t->next = agile__rule_b_ramp(t, t->peak_cap);
+		t->next = agile__rule_b_ramp(n, t, t->peak_cap);
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else {
 		double step = agile__rule_c_probe_step(n, t);

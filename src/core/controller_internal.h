@@ -72,12 +72,14 @@ struct tick {
 	/* Step 6 and rule d. */
 	bool tail;
 	double inside;      /* the tick's share of answers inside the target */
+	bool slo_break;     /* rule d cut to that share: slow at any rate */
 	double next;        /* the new target before step 7's clamp */
 };
 
 void agile__rule_a_measure(struct agile_controller *n, struct tick *t);
 void agile__rules_region(const struct agile_controller *n, struct tick *t);
-double agile__rule_b_ramp(const struct tick *t, double cap);
+double agile__rule_b_ramp(const struct agile_controller *n,
+                          const struct tick *t, double cap);
 bool agile__rule_b_below_peak(const struct agile_controller *n,
                               const struct tick *t);
 double agile__rule_c_take_back(const struct agile_controller *n,

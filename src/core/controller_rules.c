@@ -296,11 +296,20 @@ void agile__rules_region(const struct agile_controller *n, struct tick *t)
 }
 
 /* Rule b's ramp: multiply by knee_ramp, capped at `cap` (the knee cap
- * below the knee, the peak cap above it). */
-double agile__rule_b_ramp(const struct tick *t, double cap)
+ * below the knee, the peak cap above it).  After an SLO break (rule d's
+ * cut to the share inside) the first healthy tick goes to the cap at
+ * once: the rate sat at the floor because the downstream was slow at any
+ * rate, not because it delivered less, and at the floor no queue of ours
+ * is left to drain.  Doubling from the floor of 1 a second took the
+ * closed loop's slo-bump eight ticks, the downstream at 1-2 requests a
+ * second for five of them with 200 on offer (issue 15). */
+double agile__rule_b_ramp(const struct agile_controller *n,
+                          const struct tick *t, double cap)
 {
 	double next = t->rate * t->r->knee_ramp;
 
+	if (n->slo_broke && !t->deficit)
+		return cap;
 	return next > cap ? cap : next;
 }
 
@@ -472,15 +481,21 @@ void agile__rule_d_goodput_cut(const struct agile_controller *n,
 	double keep = t->r->goodput_cut * t->inside * t->load;
 	bool known = t->p50_before > 0;
 
+	bool rising = known && t->p50 > AGILE_GOODPUT_QUEUE_RISE * t->p50_before;
+
 	if (known && t->p50 * AGILE_GOODPUT_QUEUE_RISE < t->p50_before)
 		return;
-	if (t->measured && known &&
-	    t->p50 > AGILE_GOODPUT_QUEUE_RISE * t->p50_before &&
+	if (t->measured && rising &&
 	    keep < AGILE_GOODPUT_KEEP_DELIVERED * t->delivered)
 		keep = AGILE_GOODPUT_KEEP_DELIVERED * t->delivered;
 	if (t->r->goodput_cut > 0 && n->cutting && !n->cut_from_used &&
-	    !n->cut_ended_cold && !t->held && t->next > keep)
+	    !n->cut_ended_cold && !t->held && t->next > keep) {
 		t->next = keep;
+		/* A p50 the last cut left where it was, with every grant
+		 * answered and no backlog draining: slow at any rate. */
+		t->slo_break = !rising && t->delivered_known &&
+		               fabs(t->delivered - t->used) <= t->slack;
+	}
 }
 
 /* Rule a's cut: under what was delivered, less the excess the tick sent,
@@ -530,7 +545,7 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 {
 	bool cut_now = n->last_action == AGILE_ACTION_DECREASE ||
 	               n->last_action == AGILE_ACTION_TAIL;
-	bool learns = t->measured && !t->split && cut_now;
+	bool learns = t->measured && !t->split && cut_now && !t->slo_break;
 	bool capacity = t->delivered < t->r->delivered_share * t->rate ||
 	                t->p50 > t->p50_before;
 
@@ -582,6 +597,12 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 		n->cutting = 1;
 	else if (rose)
 		n->cutting = 0;
+	/* An SLO break, from rule d's cut to the share inside until the rate
+	 * rises again (rule b's ramp returns to the knee in one tick). */
+	if (t->measured && t->slo_break)
+		n->slo_broke = 1;
+	else if (rose || t->deficit)
+		n->slo_broke = 0;
 	/* A rate that rises has left any backlog behind. */
 	if (rose)
 		n->backlog_ms = 0;

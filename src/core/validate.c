@@ -192,6 +192,7 @@ static int delivered_rules_off(const struct agile_controller *c,
 		  agile__load_u32(&c->cut_from_used) },
 		{ "controller.cut_ended_cold",
 		  agile__load_u32(&c->cut_ended_cold) },
+		{ "controller.slo_broke", agile__load_u32(&c->slo_broke) },
 		{ "controller.backlog_ms", agile__load_u32(&c->backlog_ms) },
 		{ "controller.increase_streak",
 		  agile__load_i32(&c->increase_streak) },
@@ -276,6 +277,7 @@ int agile_controller_validate(const struct agile_controller *c,
 		{ "controller.cut_from_used", agile__load_u32(&c->cut_from_used) },
 		{ "controller.cut_ended_cold",
 		  agile__load_u32(&c->cut_ended_cold) },
+		{ "controller.slo_broke", agile__load_u32(&c->slo_broke) },
 	};
 	const struct {
 		const char *field;
