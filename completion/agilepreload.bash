@@ -24,7 +24,7 @@ breaker_buckets quota window over proto exclude connect_timeout retry
 retry_base retry_cap retry_factor retry_jitter key_rate keys shed
 shed_window shed_buckets shed_latency shed_cool shed_beta shed_floor
 shed_response retry_after concurrency_min concurrency_initial
-concurrency_max overload unreachable ignore cache_hit client_rate
+concurrency_max baseline_probe overload unreachable ignore cache_hit client_rate
 client_prefix client_key clients law law_smoothing law_increase
 law_decrease law_utilization law_tolerance law_warmup law_min_decay
 law_jitter fleet_max fleet redis_timeout'

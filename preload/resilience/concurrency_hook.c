@@ -205,6 +205,8 @@ int32_t agile__permit_try(struct agile_state_resilience *z)
 	return 0;
 }
 
+static void advance(struct agile_state_resilience *z, int64_t now);
+
 /* When this process last looked for dead holders without waiting. */
 static int64_t last_reclaim_ns;
 
@@ -213,6 +215,13 @@ int32_t agile__permit_try_reclaiming(struct agile_state_resilience *z,
 {
 	int32_t permit = agile__permit_try(z);
 	int64_t last = __atomic_load_n(&last_reclaim_ns, __ATOMIC_ACQUIRE);
+
+	/* A baseline probe ends at its answers or after its ticks, and
+	 * ticks run at outcomes: with its one request slow, a listener
+	 * refusing the rest must still end it on time. */
+	if (permit == 0 && z->conc_mode == AGILE_CONC_ADAPTIVE &&
+	    __atomic_load_n(&z->core.probe.active, __ATOMIC_ACQUIRE))
+		advance(z, now);
 
 	if (permit > 0 || now - last < RECLAIM_PERIOD_NS ||
 	    !__atomic_compare_exchange_n(&last_reclaim_ns, &last, now, false,

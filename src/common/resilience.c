@@ -43,6 +43,14 @@ static void core_config(const struct agile_resilience_config *c,
 {
 	*out = *config;
 	out->law = (enum agile_law_kind)c->conc_law;
+	/* The baseline probe by default only where the cap counts requests
+	 * (a listener with proto=http): a connection held for as long as it
+	 * is open (a pool's, a connection listener's) would keep the cap at
+	 * its floor while the probe waits for answers, and the connections
+	 * behind it wait, or are shed, meanwhile. */
+	if (out->baseline_probe_ns == 0 &&
+	    !(c->inbound && c->proto == AGILE_PROTO_HTTP))
+		out->baseline_probe_ns = AGILE_BASELINE_PROBE_OFF;
 	if (c->inbound) {
 		if (out->max_rate > AGILE_STATE_PERMITS)
 			out->max_rate = AGILE_STATE_PERMITS;

@@ -158,6 +158,34 @@ static void check_verdicts(struct reporter *r,
 		       "expected proto=http as well");
 }
 
+/* baseline_probe=: the agile law's adaptive cap (a listener's, or
+ * concurrency=adaptive's) under the baseline anchor, whose window it
+ * moves. */
+static void check_baseline_probe(struct reporter *r,
+                                 const struct agile_rule *rule)
+{
+	const struct agile_resilience_config *c = &rule->resilience;
+	struct agile_resolved resolved;
+
+	if (!rule->inbound && c->conc_mode != AGILE_CONC_ADAPTIVE) {
+		report(r, "key \"baseline_probe\" has no effect without an "
+		       "adaptive cap; expected concurrency=adaptive as well");
+		return;
+	}
+	if (c->conc_law != AGILE_LAW_AGILE) {
+		report(r, "key \"baseline_probe\" has no effect with a windowed "
+		       "law; expected law=agile (the default)");
+		return;
+	}
+	if (agile_resolve(&rule->config, AGILE_KIND_CONCURRENCY,
+	                  &resolved) == 0 &&
+	    resolved.anchor != AGILE_ANCHOR_BASELINE &&
+	    rule->config.baseline_probe_ns > 0)
+		report(r, "key \"baseline_probe\" has no effect under the slo "
+		       "anchor, whose window is 0.8 x slo; expected "
+		       "anchor=baseline as well, or no baseline_probe");
+}
+
 /* The seed knobs together: each needs the feature it tunes, and the
  * breaker's floor and the backoff's bounds come in order.  A knob out of
  * order is reported and dropped, so the preset's values stand. */
@@ -179,6 +207,8 @@ static void check_seed_knobs(struct reporter *r, struct agile_rule *rule)
 		       "expected %s as well", k, rule->inbound
 		       ? "law=aimd, vegas or gradient"
 		       : "concurrency=adaptive,law=aimd (or vegas or gradient)");
+	if (rule->config.baseline_probe_ns != 0)
+		check_baseline_probe(r, rule);
 	if ((k = agile__rules_knob_given(c, "breaker_")) != NULL &&
 	    !c->breaker)
 		report(r, "key \"%s\" has no effect without breaker=sre; "

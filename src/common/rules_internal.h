@@ -153,6 +153,7 @@ enum key_type {
 	KEY_DURATION, /* int64_t nanoseconds, with a unit */
 	KEY_TICK,     /* a KEY_DURATION of 0 (unset) or from AGILE_TICK_MIN_NS
 	                 to AGILE_TICK_MAX_NS */
+	KEY_INTERVAL, /* a KEY_DURATION, or off (stored as -1) */
 	KEY_DECIMAL,  /* double, >= 0 */
 	KEY_RULE,     /* a KEY_DECIMAL of one of the controller's rules a-d,
 	                 or "off" (struct agile_config's rules_off) */

@@ -179,6 +179,9 @@ const struct key_spec agile__rules_keys[] = {
 	  " (10 by default)", SCOPE_DEST },
 	{ "concurrency_max", KEY_RESILIENCE, 0, CONC_BOUND_EXPECTED " (1000 by "
 	  "default)", SCOPE_DEST },
+	{ "baseline_probe", KEY_INTERVAL, CONFIG_FIELD(baseline_probe_ns),
+	  "expected off or a duration such as 60s (0s for the default)",
+	  SCOPE_BOTH },
 	{ "overload", KEY_RESILIENCE, 0, STATUS_LIST_EXPECTED " (429,503 by "
 	  "default)", SCOPE_BOTH },
 	{ "unreachable", KEY_RESILIENCE, 0, STATUS_LIST_EXPECTED, SCOPE_BOTH },
@@ -347,7 +350,8 @@ void agile__rules_report_number(struct reporter *r,
 	};
 
 	if (why == NUMBER_NOT_NUMBER &&
-	    (key->type == KEY_DURATION || key->type == KEY_TICK)) {
+	    (key->type == KEY_DURATION || key->type == KEY_TICK ||
+	     key->type == KEY_INTERVAL)) {
 		report(r, "key \"%s\": \"%.*s\" is not a duration; %s", key->name,
 		       QUOTE_MAX, value, key->expect);
 		return;
@@ -413,6 +417,15 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
 			*(int *)(void *)field = (int)whole;
 		break;
 	case KEY_DURATION:
+		why = agile__lex_duration(value, &ns);
+		if (why == NUMBER_OK)
+			*(int64_t *)(void *)field = ns;
+		break;
+	case KEY_INTERVAL:
+		if (agile__name_is(value, "off")) {
+			*(int64_t *)(void *)field = AGILE_BASELINE_PROBE_OFF;
+			break;
+		}
 		why = agile__lex_duration(value, &ns);
 		if (why == NUMBER_OK)
 			*(int64_t *)(void *)field = ns;

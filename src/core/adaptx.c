@@ -57,6 +57,10 @@ static void derive_core_config(const struct agile_law_options *o,
 	c->floor_rate = o->min_limit;
 	c->probe_rate = o->min_limit;
 	c->tick_ns = o->sample_window_ns;
+	/* adaptx's options name no baseline probe, and its limiter starts
+	 * at the initial limit they give; a core configuration passed in
+	 * says for itself. */
+	c->baseline_probe_ns = AGILE_BASELINE_PROBE_OFF;
 }
 
 int agile_adaptx_init(struct agile_adaptx *l,

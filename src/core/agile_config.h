@@ -87,6 +87,17 @@ struct agile_config {
 	                             smoothing's memory; 1 */
 	uint32_t rules_off;       /* AGILE_RULE_* bits: each rule named is off
 	                             whatever the preset and its knob say */
+	int64_t baseline_probe_ns; /* a concurrency limiter on the agile law
+	                              under the baseline anchor: at its start
+	                              and every this long after, the limit is
+	                              held at the floor until
+	                              AGILE_BASELINE_PROBE_SAMPLES answers (or
+	                              for AGILE_BASELINE_PROBE_TICKS ticks),
+	                              and their p50 becomes the baseline;
+	                              0 lets the preset decide (every preset
+	                              but seed: AGILE_DEFAULT_BASELINE_PROBE_NS),
+	                              AGILE_BASELINE_PROBE_OFF (any value
+	                              below 0) turns it off */
 	enum agile_law_kind law;  /* what moves a concurrency limiter's limit:
 	                             AGILE_LAW_AGILE (0, this controller) or
 	                             one of adaptx's windowed laws
@@ -104,6 +115,12 @@ struct agile_config {
 #define AGILE_RULE_PROBE 0x4u     /* c: probe_acceleration resolves to 1 */
 #define AGILE_RULE_GOODPUT 0x8u   /* d: goodput_cut resolves to 0 */
 #define AGILE_RULES_ALL 0xfu
+
+/* The baseline probe (struct agile_config's baseline_probe_ns). */
+#define AGILE_BASELINE_PROBE_OFF (-1)
+#define AGILE_DEFAULT_BASELINE_PROBE_NS (60 * AGILE_NS_PER_S)
+#define AGILE_BASELINE_PROBE_SAMPLES 16 /* answers a probe measures */
+#define AGILE_BASELINE_PROBE_TICKS 3    /* the longest a probe runs */
 
 /* Defaults, each documented where the knob is explained (README). */
 #define AGILE_DEFAULT_MIN_RATE 1 /* or max_rate, when that is lower */

@@ -88,6 +88,8 @@ enum agile_action {
 	AGILE_ACTION_DECREASE,   /* proportional step down */
 	AGILE_ACTION_TAIL,       /* the tail guard forced a full step down */
 	AGILE_ACTION_OUTAGE,     /* unreachable >= 2x observed: toward probe */
+	AGILE_ACTION_BASELINE,   /* a concurrency limiter's baseline probe:
+	                            the limit held at the floor */
 	AGILE_ACTION_COUNT
 };
 const char *agile_action_name(enum agile_action a);

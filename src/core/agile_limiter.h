@@ -175,6 +175,28 @@ void agile_rate_stats(const struct agile_rate_limiter *l,
  * controller stay idle, except that the controller's rate, ticks, samples,
  * used and last action mirror the law's last window for agile_conc_stats.
  */
+/*
+ * A concurrency limiter's baseline probe (agile law, baseline anchor).  Its
+ * requests in flight queue behind each other once there are more than the
+ * server has workers, so a baseline learned while the limit is above that
+ * is a queued latency, and the window, twice it, lets the queue stay: the
+ * listener's default started at max/8 served a p50 of 73 ms from workers
+ * of 20 ms (bench/RESULTS.md).  So, as Envoy's adaptive concurrency filter
+ * measures its minimum RTT, the limit is held at the floor at the start and
+ * every interval_ns after, until AGILE_BASELINE_PROBE_SAMPLES answers of
+ * requests admitted under it have come back (or AGILE_BASELINE_PROBE_TICKS
+ * ticks), and their p50 is the baseline; then the limit set aside returns.
+ */
+struct agile_baseline_probe {
+	int64_t interval_ns; /* 0: off */
+	int64_t next_ns;     /* when the next probe starts */
+	double saved;        /* the target the running probe set aside */
+	uint64_t samples;    /* answers the running probe has measured */
+	uint64_t probes;     /* probes completed */
+	uint32_t active;     /* 1 while the limit is held at the floor */
+	uint32_t ticks;      /* ticks the running probe has lasted */
+};
+
 struct agile_conc_limiter {
 	struct agile_loop loop;
 	uint64_t in_flight;      /* admitted and not yet released */
@@ -184,6 +206,7 @@ struct agile_conc_limiter {
 	struct agile_law law;    /* law.config.kind selects the law; the
 	                            windowed law's state, inert for
 	                            AGILE_LAW_AGILE */
+	struct agile_baseline_probe probe; /* AGILE_LAW_AGILE only */
 };
 
 /* -EINVAL when agile_resolve() rejects `config` or config->law is not a

@@ -78,6 +78,7 @@ static const char *const action_names[AGILE_ACTION_COUNT] = {
 	[AGILE_ACTION_DECREASE] = "decrease",
 	[AGILE_ACTION_TAIL] = "tail",
 	[AGILE_ACTION_OUTAGE] = "outage",
+	[AGILE_ACTION_BASELINE] = "baseline-probe",
 };
 
 const char *agile_action_name(enum agile_action a)

@@ -373,6 +373,91 @@ static void law_options_for(const struct agile_resolved *r,
 	agile_law_options_resolve(o);
 }
 
+/* The baseline probe's interval, 0 when it is off: the agile law under
+ * the baseline anchor (the SLO anchor's window is no multiple of the
+ * baseline), every preset but seed unless baseline_probe_ns says. */
+static int64_t probe_interval(const struct agile_config *config,
+                              const struct agile_resolved *r)
+{
+	int64_t every = config->baseline_probe_ns;
+
+	if (r->anchor != AGILE_ANCHOR_BASELINE || every < 0)
+		return 0;
+	if (every == 0)
+		every = r->preset == AGILE_PRESET_SEED ?
+		        0 : AGILE_DEFAULT_BASELINE_PROBE_NS;
+	return every;
+}
+
+/* Hold the limit at the floor, setting the target aside. */
+static void probe_start(struct agile_conc_limiter *l)
+{
+	agile__store_double(&l->probe.saved,
+	                    agile__load_double(&l->loop.ctl.rate));
+	agile__store_u64(&l->probe.samples, 0);
+	agile__store_u32(&l->probe.ticks, 0);
+	agile__store_u64(&l->limit, limit_for(l->loop.config.floor_rate));
+	agile__store_u32(&l->probe.active, 1);
+}
+
+/*
+ * A tick while the probe runs: no step of the law (its answers are the
+ * floor's, which the law would read as room), but the probe's p50, once
+ * it has AGILE_BASELINE_PROBE_SAMPLES answers or has run
+ * AGILE_BASELINE_PROBE_TICKS ticks, becomes the baseline, and the target
+ * set aside returns.  A probe that saw no answer leaves the baseline.
+ */
+static void probe_tick(struct agile_conc_limiter *l, int64_t now_ns)
+{
+	struct agile_loop *loop = &l->loop;
+	struct agile_controller *c = &loop->ctl;
+	const struct agile_resolved *r = &loop->config;
+	struct agile_hist_snapshot snap;
+
+	agile_hist_drain(&loop->hist, &snap);
+	agile__sub_u64(&loop->unreachable_tick,
+	               agile__load_u64(&loop->unreachable_tick));
+	agile__sub_u64(&loop->answered_tick,
+	               agile__load_u64(&loop->answered_tick));
+	agile__store_u64(&l->peak_in_flight, agile__load_u64(&l->in_flight));
+	uint32_t ticks = agile__load_u32(&l->probe.ticks) + 1;
+
+	agile__store_u64(&c->samples, snap.total);
+	if (snap.total > 0) {
+		double p50 = (double)agile_hist_quantile(&snap, 0.5);
+
+		agile__store_double(&c->p50_ns, p50);
+		agile__store_double(&c->fast_ns, p50);
+		agile__store_double(&c->p99_ns,
+		                    (double)agile_hist_quantile(&snap, 0.99));
+	}
+	if (snap.total >= AGILE_BASELINE_PROBE_SAMPLES ||
+	    ticks >= AGILE_BASELINE_PROBE_TICKS) {
+		if (snap.total > 0)
+			agile__store_double(&c->baseline_ns,
+			                    agile__load_double(&c->p50_ns));
+		/* The target set aside, within the bounds (the state is
+		 * shared: a NaN reads as the floor). */
+		double target = agile__load_double(&l->probe.saved);
+
+		if (!(target >= r->floor_rate))
+			target = r->floor_rate;
+		if (target > r->max_rate)
+			target = r->max_rate;
+		agile__store_double(&c->rate, target);
+		agile__store_u64(&l->limit, limit_for(target));
+		agile__store_i64(&l->probe.next_ns,
+		                 agile__add_sat(now_ns, l->probe.interval_ns));
+		agile__store_u32(&l->probe.active, 0);
+		agile__add_u64(&l->probe.probes, 1);
+	} else {
+		agile__store_u32(&l->probe.ticks, ticks);
+	}
+	agile__store_u64(&c->ticks, agile__load_u64(&c->ticks) + 1);
+	agile__store_u32(&c->last_action, AGILE_ACTION_BASELINE);
+	agile__store_i64(&loop->last_tick_ns, now_ns);
+}
+
 int agile_conc_init(struct agile_conc_limiter *l,
                     const struct agile_config *config, int64_t now_ns)
 {
@@ -394,6 +479,7 @@ int agile_conc_init_law(struct agile_conc_limiter *l,
 		return rc;
 	l->in_flight = 0;
 	l->peak_in_flight = 0;
+	memset(&l->probe, 0, sizeof(l->probe));
 	law_options_for(&l->loop.config, config->law, tuning, &options);
 	agile_law_init(&l->law, &options, now_ns);
 	if (windowed(l)) {
@@ -401,6 +487,9 @@ int agile_conc_init_law(struct agile_conc_limiter *l,
 		l->loop.ctl.rate = (double)l->limit;
 	} else {
 		l->limit = limit_for(l->loop.ctl.rate);
+		l->probe.interval_ns = probe_interval(config, &l->loop.config);
+		if (l->probe.interval_ns > 0)
+			probe_start(l);
 	}
 	return 0;
 }
@@ -460,10 +549,25 @@ uint64_t agile_conc_in_flight(const struct agile_conc_limiter *l)
 
 void agile_conc_observe(struct agile_conc_limiter *l, int64_t d_ns)
 {
-	if (windowed(l))
+	if (windowed(l)) {
 		law_record(l, true, d_ns);
-	else
+		return;
+	}
+	if (agile__load_u32(&l->probe.active)) {
+		/* A request admitted before the probe queued behind the
+		 * others: only one admitted under the floor (it is still in
+		 * flight, callers observe before they release) measures the
+		 * baseline.  Once the probe has its answers, the next call's
+		 * tick-if-due ends it. */
+		if (agile__load_u64(&l->in_flight) > agile__load_u64(&l->limit))
+			return;
 		loop_observe(&l->loop, d_ns);
+		if (agile__add_u64(&l->probe.samples, 1) ==
+		    AGILE_BASELINE_PROBE_SAMPLES)
+			agile__store_i64(&l->loop.next_tick_ns, INT64_MIN);
+		return;
+	}
+	loop_observe(&l->loop, d_ns);
 }
 
 void agile_conc_observe_truncated(struct agile_conc_limiter *l, int64_t d_ns)
@@ -581,6 +685,10 @@ void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns)
 		law_tick(l, now_ns, NULL);
 		return;
 	}
+	if (agile__load_u32(&l->probe.active)) {
+		probe_tick(l, now_ns);
+		return;
+	}
 	/* Used is the most requests in flight at once during the tick; the
 	 * next tick starts from what is in flight now. */
 	uint64_t peak = agile__load_u64(&l->peak_in_flight);
@@ -589,6 +697,9 @@ void agile_conc_tick(struct agile_conc_limiter *l, int64_t now_ns)
 	                        elapsed_s(agile__load_i64(&l->loop.last_tick_ns),
 	                                  now_ns), false);
 	agile__store_u64(&l->limit, limit_for(rate));
+	if (l->probe.interval_ns > 0 &&
+	    now_ns >= agile__load_i64(&l->probe.next_ns))
+		probe_start(l);
 }
 
 bool agile_conc_tick_if_due_jitter(struct agile_conc_limiter *l,

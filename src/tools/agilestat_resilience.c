@@ -168,6 +168,12 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 		else
 			printf("handling p50 %.1fms p99 %.1fms",
 			       r.core.p50_ns / 1e6, r.core.p99_ns / 1e6);
+		if (agile_conc_law(&s->resilience.core) == AGILE_LAW_AGILE &&
+		    r.core.baseline_ns > 0)
+			printf(" baseline %.1fms", r.core.baseline_ns / 1e6);
+		if (__atomic_load_n(&s->resilience.core.probe.active,
+		                    __ATOMIC_ACQUIRE))
+			printf(" (baseline probe: limit at its floor)");
 		printf("  samples %llu\n", ULL(r.core.totals.samples));
 	} else if (r.features & AGILE_FEATURE_CONCURRENCY)
 		printf("  concurrency %s: open %lld of %lld  admitted %llu  "
@@ -300,6 +306,27 @@ void agilestat_resilience_config(const struct agile_state_slot *s)
 		printf("  concurrency adaptive: min=%.0f initial=%.0f max=%.0f "
 		       "law=%s\n", c->min_rate, c->initial_rate, c->max_rate,
 		       agile__resilience_conc_name(&s->resilience));
+	}
+	/* The agile law's baseline probe, on every adaptive cap it runs. */
+	if (((features & AGILE_FEATURE_INBOUND) ||
+	     __atomic_load_n(&s->resilience.conc_mode, __ATOMIC_ACQUIRE) ==
+	     AGILE_CONC_ADAPTIVE) &&
+	    agile_conc_law(&s->resilience.core) == AGILE_LAW_AGILE) {
+		const struct agile_baseline_probe *p =
+			&s->resilience.core.probe;
+		int64_t every = __atomic_load_n(&p->interval_ns,
+		                                __ATOMIC_ACQUIRE);
+		char a[32];
+
+		if (every > 0)
+			printf("  baseline_probe=%s: the limit held at its floor "
+			       "for %d answers at the start and every %s; %llu "
+			       "run\n", duration(every, a),
+			       AGILE_BASELINE_PROBE_SAMPLES, a,
+			       ULL(__atomic_load_n(&p->probes,
+			                           __ATOMIC_ACQUIRE)));
+		else
+			printf("  baseline_probe=off\n");
 	}
 	seed_knobs_config(s, features);
 	if (!(features & AGILE_FEATURE_CLIENTS))

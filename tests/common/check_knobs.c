@@ -398,6 +398,41 @@ END_TEST
 
 /* The rules a-d keys into the controller's configuration: a value, or off
  * (which resolves to the rule's off value whatever the preset says). */
+/* baseline_probe=: a listener's cap of requests (proto=http) starts held
+ * at its floor for the probe by default, at its initial limit with the
+ * probe off, and probes at the interval given; a cap of connections
+ * probes only when asked. */
+START_TEST(knobs_baseline_probe)
+{
+	struct agile_state_resilience *z = slot(":8080 max=64 proto=http");
+
+	ck_assert_uint_eq(agile_conc_limit(&z->core), 1);
+	ck_assert_int_eq(z->core.probe.interval_ns, 60 * SEC);
+	z = slot(":8080 max=64 proto=http baseline_probe=off");
+	ck_assert_uint_eq(agile_conc_limit(&z->core), 8);
+	ck_assert_int_eq(z->core.probe.interval_ns, 0);
+	z = slot(":8080 max=64 proto=http baseline_probe=10s");
+	ck_assert_int_eq(z->core.probe.interval_ns, 10 * SEC);
+	/* Its sixteen answers end it; the initial limit returns. */
+	for (int i = 0; i < AGILE_BASELINE_PROBE_SAMPLES; i++)
+		conc_calls(&z->core, 1, 20 * MS);
+	ck_assert(agile_conc_tick_if_due(&z->core, 400 * MS));
+	ck_assert_uint_eq(agile_conc_limit(&z->core), 8);
+	/* Where a permit is a connection, held while it is open, none
+	 * unless asked for. */
+	z = slot(":8080 max=64");
+	ck_assert_uint_eq(agile_conc_limit(&z->core), 8);
+	z = slot("127.0.0.1:80 max=5 concurrency=adaptive");
+	ck_assert_uint_eq(agile_conc_limit(&z->core),
+	                  AGILE_LAW_DEFAULT_INITIAL_LIMIT);
+	z = slot("127.0.0.1:80 max=5 concurrency=adaptive baseline_probe=60s");
+	ck_assert_uint_eq(agile_conc_limit(&z->core), 1);
+	/* The SLO anchor's cap has none. */
+	z = slot(":8080 max=64 proto=http slo=50ms");
+	ck_assert_int_eq(z->core.probe.interval_ns, 0);
+}
+END_TEST
+
 START_TEST(knobs_controller_rules)
 {
 	struct agile_resolved r;
@@ -442,6 +477,7 @@ static Suite *knobs_suite(void)
 	tcase_add_test(tc, knobs_retry_backoff);
 	tcase_add_test(tc, knobs_client_burst);
 	tcase_add_test(tc, knobs_controller_rules);
+	tcase_add_test(tc, knobs_baseline_probe);
 	suite_add_tcase(s, tc);
 	return s;
 }

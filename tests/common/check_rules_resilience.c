@@ -565,6 +565,43 @@ END_TEST
 #define ck_assert_knob_error(value, expected)                                 \
 	ck_assert_only_message(value, "AGILE_DEST_API: " expected)
 
+/* baseline_probe=: a duration or off into the controller's configuration,
+ * on the agile law's adaptive caps only, and not under the SLO anchor. */
+START_TEST(baseline_probe_key)
+{
+	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive baseline_probe=30s");
+	ck_assert_int_eq(rule.config.baseline_probe_ns, 30 * AGILE_NS_PER_S);
+	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive baseline_probe=off");
+	ck_assert_int_eq(rule.config.baseline_probe_ns,
+	                 AGILE_BASELINE_PROBE_OFF);
+	ck_assert_int_eq(parse_listen(":8080 max=64 baseline_probe=2m"), 0);
+	ck_assert_int_eq(rule.config.baseline_probe_ns, 120 * AGILE_NS_PER_S);
+	/* off and 0s say nothing against the SLO anchor: the default. */
+	ck_assert_int_eq(parse_listen(":8080 max=64 slo=50ms "
+	                              "baseline_probe=off"), 0);
+	ck_assert_knob_error("127.0.0.1:80 max=5 concurrency=adaptive "
+	                     "baseline_probe=soon",
+	                     "key \"baseline_probe\": \"soon\" is not a "
+	                     "duration; expected off or a duration such as 60s "
+	                     "(0s for the default)");
+	ck_assert_knob_error("127.0.0.1:80 max=5 baseline_probe=60s",
+	                     "key \"baseline_probe\" has no effect without an "
+	                     "adaptive cap; expected concurrency=adaptive as "
+	                     "well");
+	ck_assert_knob_error("127.0.0.1:80 max=5 concurrency=adaptive,law=aimd "
+	                     "baseline_probe=60s",
+	                     "key \"baseline_probe\" has no effect with a "
+	                     "windowed law; expected law=agile (the default)");
+	ck_assert_knob_error("127.0.0.1:80 max=5 concurrency=adaptive slo=50ms "
+	                     "baseline_probe=60s",
+	                     "key \"baseline_probe\" has no effect under the "
+	                     "slo anchor, whose window is 0.8 x slo; expected "
+	                     "anchor=baseline as well, or no baseline_probe");
+	parse_ok("127.0.0.1:80 max=5 concurrency=adaptive slo=50ms "
+	         "anchor=baseline baseline_probe=60s");
+}
+END_TEST
+
 #define AIMD_RULE "127.0.0.1:80 max=5 concurrency=adaptive,law=aimd "
 
 /* The windowed laws' options: each read into its field with its bit of
@@ -837,6 +874,7 @@ TCase *rules_resilience_tcase(void)
 	tcase_add_test(tc, controller_rule_keys);
 	tcase_add_test(tc, seed_knob_errors);
 	tcase_add_test(tc, inflight_key);
+	tcase_add_test(tc, baseline_probe_key);
 	tcase_add_test(tc, listen_shed_values);
 	return tc;
 }

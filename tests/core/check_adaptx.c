@@ -1125,7 +1125,9 @@ START_TEST(adaptx_agile_law_runs_with_a_given_core_config)
 {
 	struct agile_law_options o = plain(AGILE_LAW_AGILE, 8, 64);
 	struct agile_config core = {.max_rate = 32, .initial_rate = 3,
-	                            .floor_rate = 2, .tick_ns = 250 * MS};
+	                            .floor_rate = 2, .tick_ns = 250 * MS,
+	                            .baseline_probe_ns =
+	                            AGILE_BASELINE_PROBE_OFF};
 
 	ck_assert_int_eq(agile_adaptx_init(&lim, &o, &core, 0), 0);
 	ck_assert_int_eq(agile_adaptx_limit(&lim), 3);

@@ -31,6 +31,8 @@ static struct agile_config config_with_max(int64_t max_rate)
 	struct agile_config c = { 0 };
 
 	c.max_rate = max_rate;
+	/* A concurrency limiter's baseline probe has tests of its own. */
+	c.baseline_probe_ns = AGILE_BASELINE_PROBE_OFF;
 	return c;
 }
 
@@ -1409,6 +1411,177 @@ START_TEST(limiter_conc_law_window_not_a_burst)
 }
 END_TEST
 
+/* --- the baseline probe ------------------------------------------------------- */
+
+/* The default concurrency limiter (preset none, no SLO: the baseline
+ * anchor) at most 64 in flight, starting at max/8 = 8, its probe on. */
+static struct agile_config probe_config(void)
+{
+	struct agile_config c = { 0 };
+
+	c.max_rate = 64;
+	return c;
+}
+
+/* One request admitted, answered in `latency_ns` and released. */
+static void conc_one(struct agile_conc_limiter *l, int64_t latency_ns)
+{
+	ck_assert(agile_conc_try_take(l));
+	agile_conc_observe(l, latency_ns);
+	agile_conc_release(l);
+}
+
+/*
+ * A server of four workers behind the default: started at 8 in flight,
+ * every request would wait one service time behind another, and the law
+ * would learn that queue as its baseline.  The probe holds the limit at
+ * the floor from the start; its sixteenth answer makes the tick due at
+ * once, whose p50 (20 ms, nothing queued) is the baseline, and the limit
+ * of 8 returns.
+ */
+START_TEST(limiter_conc_baseline_probe_at_start)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = probe_config();
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_uint_eq(agile_conc_limit(&l), 1);
+	ck_assert(agile_conc_try_take(&l));
+	ck_assert(!agile_conc_try_take(&l));
+	agile_conc_observe(&l, 20 * AGILE_NS_PER_MS);
+	agile_conc_release(&l);
+	for (int i = 1; i < AGILE_BASELINE_PROBE_SAMPLES - 1; i++)
+		conc_one(&l, 20 * AGILE_NS_PER_MS);
+	/* Fifteen answers: not due before the tick. */
+	ck_assert(!agile_conc_tick_if_due(&l, 300 * AGILE_NS_PER_MS));
+	conc_one(&l, 20 * AGILE_NS_PER_MS);
+	ck_assert(agile_conc_tick_if_due(&l, 320 * AGILE_NS_PER_MS));
+	struct agile_stats s = conc_stats(&l);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_BASELINE);
+	ck_assert_double_eq_tol((double)s.baseline_ns, 20.0 * AGILE_NS_PER_MS,
+	                        HIST_TOLERANCE * 20 * AGILE_NS_PER_MS);
+	ck_assert_uint_eq(agile_conc_limit(&l), 8);
+	/* The law steps from there at its tick. */
+	ck_assert(!agile_conc_tick_if_due(&l, 1000 * AGILE_NS_PER_MS));
+	ck_assert(agile_conc_tick_if_due(&l, 1320 * AGILE_NS_PER_MS));
+	ck_assert_int_ne(conc_stats(&l).last_action, AGILE_ACTION_BASELINE);
+}
+END_TEST
+
+/*
+ * Every minute after, the probe runs again: it holds the limit at the
+ * floor, and the answers of the requests admitted before it (queued, in
+ * flight beyond the floor) are not its samples: the baseline learned with
+ * 8 in flight at 40 ms falls back to the 20 ms of one at a time.
+ */
+START_TEST(limiter_conc_baseline_probe_every_minute)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = probe_config();
+	int64_t now = 0;
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	/* The probe at the start, answered at 40 ms (a slow server). */
+	for (int i = 0; i < AGILE_BASELINE_PROBE_SAMPLES; i++)
+		conc_one(&l, 40 * AGILE_NS_PER_MS);
+	ck_assert(agile_conc_tick_if_due(&l, now += 100 * AGILE_NS_PER_MS));
+	ck_assert_uint_eq(agile_conc_limit(&l), 8);
+	/* A minute at 8 in flight, 40 ms each. */
+	while (now < 60 * AGILE_NS_PER_S) {
+		for (int i = 0; i < 8; i++)
+			ck_assert(agile_conc_try_take(&l));
+		for (int i = 0; i < 8; i++) {
+			agile_conc_observe(&l, 40 * AGILE_NS_PER_MS);
+			agile_conc_release(&l);
+		}
+		now += AGILE_NS_PER_S;
+		ck_assert(agile_conc_tick_if_due(&l, now));
+		if (conc_stats(&l).last_action == AGILE_ACTION_BASELINE ||
+		    agile_conc_limit(&l) == 1)
+			break;
+	}
+	ck_assert_int_ge(now, 60 * AGILE_NS_PER_S);
+	ck_assert_int_le(now, 61 * AGILE_NS_PER_S);
+	ck_assert_uint_eq(agile_conc_limit(&l), 1);
+	uint64_t saved = (uint64_t)conc_stats(&l).rate;
+	/* Eight admitted before the probe answer late; only the last, alone
+	 * in flight, is a sample. */
+	for (int i = 0; i < 8; i++)
+		ck_assert(agile_conc_try_take(&l) || i > 0);
+	l.in_flight = 8;
+	for (int i = 0; i < 7; i++) {
+		agile_conc_observe(&l, 80 * AGILE_NS_PER_MS);
+		agile_conc_release(&l);
+	}
+	agile_conc_observe(&l, 20 * AGILE_NS_PER_MS);
+	agile_conc_release(&l);
+	for (int i = 1; i < AGILE_BASELINE_PROBE_SAMPLES; i++)
+		conc_one(&l, 20 * AGILE_NS_PER_MS);
+	ck_assert(agile_conc_tick_if_due(&l, now + 400 * AGILE_NS_PER_MS));
+	struct agile_stats s = conc_stats(&l);
+	ck_assert_int_eq(s.last_action, AGILE_ACTION_BASELINE);
+	ck_assert_uint_eq(s.samples, AGILE_BASELINE_PROBE_SAMPLES);
+	ck_assert_double_eq_tol((double)s.baseline_ns, 20.0 * AGILE_NS_PER_MS,
+	                        HIST_TOLERANCE * 20 * AGILE_NS_PER_MS);
+	ck_assert_uint_eq(agile_conc_limit(&l), saved);
+}
+END_TEST
+
+/* A probe that sees no answer gives up after AGILE_BASELINE_PROBE_TICKS
+ * ticks: the limit returns, the baseline stays what it was (none). */
+START_TEST(limiter_conc_baseline_probe_without_answers)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = probe_config();
+
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	for (int t = 1; t < AGILE_BASELINE_PROBE_TICKS; t++) {
+		ck_assert(agile_conc_tick_if_due(&l, t * AGILE_NS_PER_S));
+		ck_assert_uint_eq(agile_conc_limit(&l), 1);
+	}
+	ck_assert(agile_conc_tick_if_due(&l, AGILE_BASELINE_PROBE_TICKS *
+	                                     AGILE_NS_PER_S));
+	ck_assert_uint_eq(agile_conc_limit(&l), 8);
+	ck_assert_int_eq(conc_stats(&l).baseline_ns, 0);
+}
+END_TEST
+
+/* Off under preset seed, under the SLO anchor (whose window is no multiple
+ * of the baseline), for a windowed law, and with baseline_probe_ns off;
+ * on under seed when asked. */
+START_TEST(limiter_conc_baseline_probe_where)
+{
+	struct agile_conc_limiter l;
+	struct agile_config c = probe_config();
+
+	c.preset = AGILE_PRESET_SEED;
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_uint_eq(agile_conc_limit(&l), 8);
+	c.baseline_probe_ns = 30 * AGILE_NS_PER_S;
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_uint_eq(agile_conc_limit(&l), 1);
+	ck_assert_int_eq(l.probe.interval_ns, 30 * AGILE_NS_PER_S);
+
+	c = probe_config();
+	c.baseline_probe_ns = AGILE_BASELINE_PROBE_OFF;
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_uint_eq(agile_conc_limit(&l), 8);
+
+	c = probe_config();
+	c.slo_ns = 50 * AGILE_NS_PER_MS;
+	c.anchor = AGILE_ANCHOR_SLO;
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_uint_eq(agile_conc_limit(&l), 8);
+
+	c = probe_config();
+	c.law = AGILE_LAW_AIMD;
+	c.initial_rate = 8;
+	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
+	ck_assert_uint_eq(agile_conc_limit(&l), 8);
+	ck_assert_int_eq(l.probe.interval_ns, 0);
+}
+END_TEST
+
 Suite *limiter_suite(void)
 {
 	Suite *s = suite_create("limiter");
@@ -1453,6 +1626,10 @@ Suite *limiter_suite(void)
 	tcase_add_test(conc, limiter_conc_do_observes_duration);
 	tcase_add_test(conc, limiter_conc_outcomes_and_truncated);
 	tcase_add_test(conc, limiter_conc_law_selector_validated);
+	tcase_add_test(conc, limiter_conc_baseline_probe_at_start);
+	tcase_add_test(conc, limiter_conc_baseline_probe_every_minute);
+	tcase_add_test(conc, limiter_conc_baseline_probe_without_answers);
+	tcase_add_test(conc, limiter_conc_baseline_probe_where);
 	tcase_add_test(conc, limiter_conc_law_aimd);
 	tcase_add_test(conc, limiter_conc_law_vegas);
 	tcase_add_test(conc, limiter_conc_law_gradient);
