@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "clock.h"
@@ -214,9 +216,44 @@ bool agile__track_wait_on(int64_t planned, int interruptible_fd)
 }
 
 /*
+ * Read a plain connection's answer now, by a peek, as the program's own
+ * MSG_PEEK would be read (recv.c): its round trip, and with proto=http
+ * its verdict, are recorded while the thread still waits, and the bytes
+ * stay for the program's read, which then finds no request in flight.
+ * Stamped only, the answer reached the law when the event loop got back
+ * to its sockets: ab -c 32 paced at 1 request a second sleeps through
+ * its 32 sends one after another, and read its answers 32 s later, so
+ * after an SLO break had taken the rate to that floor no tick saw an
+ * answer to climb back on, and it stayed there (issue 15).  Plain text
+ * only (over TLS the bytes are records, which the read's walker follows),
+ * and only readable bytes: an end of file is the read's to judge.
+ */
+#define ANSWER_PEEK_BYTES 1024
+
+static void answer_early(struct agile_fd *t, int fd, short revents)
+{
+	char buf[ANSWER_PEEK_BYTES];
+	int saved = errno;
+
+	if (!(revents & POLLIN) ||
+	    agile__tls_stage(&t->tls) != AGILE_TLS_OFF ||
+	    __atomic_load_n(&t->tls_plain, __ATOMIC_ACQUIRE))
+		return;
+	ssize_t n = agile__libc.recv(fd, buf, sizeof(buf),
+	                             MSG_PEEK | MSG_DONTWAIT);
+	if (n > 0) {
+		struct iovec iov = { .iov_base = buf, .iov_len = (size_t)n };
+
+		agile__track_recv_after(t, n, 0, sizeof(buf), &iov, 1, true);
+	}
+	errno = saved;
+}
+
+/*
  * Stamp the response of each watched socket poll found readable: its
  * round trip ends now, and its place under inflight= is given back
- * (inflight.c).  True when an HTTP/2 connection's bytes were peeked at
+ * (inflight.c); a plain connection's answer is read at once
+ * (answer_early).  True when an HTTP/2 connection's bytes were peeked at
  * and stay readable (h2conn.h).
  */
 static bool stamp_ready(const struct pollfd *pfd, int n, int64_t now)
@@ -242,8 +279,10 @@ static bool stamp_ready(const struct pollfd *pfd, int n, int64_t now)
 		}
 		if (__atomic_compare_exchange_n(&t->response_ns, &zero, now,
 		                                false, __ATOMIC_ACQ_REL,
-		                                __ATOMIC_ACQUIRE))
+		                                __ATOMIC_ACQUIRE)) {
 			agile__inflight_release(t);
+			answer_early(t, pfd[i].fd, pfd[i].revents);
+		}
 	}
 	return stale;
 }

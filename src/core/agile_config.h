@@ -219,6 +219,10 @@ struct agile_config {
 #define AGILE_PEAK_SHARE 1.5      /* ... and only while the peak knee is
                                      this many times the knee: a capacity
                                      that fell, not the knee's own noise */
+#define AGILE_BREAK_TICKS 2       /* an SLO break (rule d) this many
+                                     ticks long returns to the peak knee
+                                     (rule b after a break) */
+#define AGILE_BREAK_TICKS_MOST 1000 /* where its count stops */
 #define AGILE_PROBE_FLAT_STEPS 2 /* rule c's largest step past the quiet
                                      band, in up_steps */
 #define AGILE_PROBE_MAX_STEP 0.6  /* the largest accelerated step: 5, 10,

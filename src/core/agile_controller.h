@@ -71,10 +71,13 @@ struct agile_controller {
 	                           used: the program was held to its answers */
 	uint32_t cut_ended_cold; /* 1 when the last cut ended cold start: slow
 	                            start's overshoot filled the queue it cut */
-	uint32_t slo_broke;    /* 1 from rule d's cut to the share inside (a
-	                          downstream slow at any rate) until the rate
-	                          next rises: the knee is not learned, and the
-	                          first healthy tick returns to it */
+	uint32_t slo_broke;    /* ticks of rule d's cut to the share inside
+	                          (a downstream slow at any rate), counted
+	                          until the rate next rises, at most
+	                          AGILE_BREAK_TICKS_MOST: the knee is not
+	                          learned, and the first healthy tick returns
+	                          to it (to the peak knee after
+	                          AGILE_BREAK_TICKS); 0 none */
 };
 
 /* What the last control step did, for observability and tests. */

@@ -49,7 +49,8 @@
  * first: the outage and the blind tick carry the span on), step_outage,
  * step_blind, step_fast_signal, step_window, step_hysteresis, rules_region
  * (what a cut acts on, and where rules a-c apply), step_proportional (with
- * rule_c_take_back, rule_b_ramp and rule_c_probe_step), step_tail_guard (with
+ * rule_c_take_back, rule_b_after_break, rule_b_ramp and
+ * rule_c_probe_step), step_tail_guard (with
  * rule_d_own_share and rule_d_goodput_cut), rule_a_deficit_cut,
  * rule_a_knee, rule_c_streak, rule_a_calibrate, step_clamp, step_baseline.
  * The step_ functions are static here; the rules are controller_rules.c's,
@@ -364,6 +365,13 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		n->last_action = AGILE_ACTION_DECREASE;
 		return;
 	}
+	/* Nor rule b's return after an SLO break. */
+	double after_break = agile__rule_b_after_break(n, t);
+	if (after_break > 0) {
+		t->next = after_break;
+		n->last_action = AGILE_ACTION_MULTIPLY;
+		return;
+	}
 	/* Rule c's cold start does not wait for agreement either: nothing
 	 * is known yet to agree with, and each tick held is a tick of the
 	 * slow start's climb. */
@@ -385,10 +393,10 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		t->next = t->rate * r->slow_start_gain;
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else if (t->below_knee) {
-		t->next = agile__rule_b_ramp(n, t, t->knee_cap);
+		t->next = agile__rule_b_ramp(t, t->knee_cap);
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else if (agile__rule_b_below_peak(n, t)) {
-		t->next = agile__rule_b_ramp(n, t, t->peak_cap);
+		t->next = agile__rule_b_ramp(t, t->peak_cap);
 		n->last_action = AGILE_ACTION_MULTIPLY;
 	} else {
 		double step = agile__rule_c_probe_step(n, t);

@@ -78,8 +78,9 @@ struct tick {
 
 void agile__rule_a_measure(struct agile_controller *n, struct tick *t);
 void agile__rules_region(const struct agile_controller *n, struct tick *t);
-double agile__rule_b_ramp(const struct agile_controller *n,
-                          const struct tick *t, double cap);
+double agile__rule_b_ramp(const struct tick *t, double cap);
+double agile__rule_b_after_break(const struct agile_controller *n,
+                                 const struct tick *t);
 bool agile__rule_b_below_peak(const struct agile_controller *n,
                               const struct tick *t);
 double agile__rule_c_take_back(const struct agile_controller *n,

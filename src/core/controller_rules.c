@@ -296,21 +296,49 @@ void agile__rules_region(const struct agile_controller *n, struct tick *t)
 }
 
 /* Rule b's ramp: multiply by knee_ramp, capped at `cap` (the knee cap
- * below the knee, the peak cap above it).  After an SLO break (rule d's
- * cut to the share inside) the first healthy tick goes to the cap at
- * once: the rate sat at the floor because the downstream was slow at any
- * rate, not because it delivered less, and at the floor no queue of ours
- * is left to drain.  Doubling from the floor of 1 a second took the
- * closed loop's slo-bump eight ticks, the downstream at 1-2 requests a
- * second for five of them with 200 on offer (issue 15). */
-double agile__rule_b_ramp(const struct agile_controller *n,
-                          const struct tick *t, double cap)
+ * below the knee, the peak cap above it). */
+double agile__rule_b_ramp(const struct tick *t, double cap)
 {
 	double next = t->rate * t->r->knee_ramp;
 
-	if (n->slo_broke && !t->deficit)
-		return cap;
 	return next > cap ? cap : next;
+}
+
+/*
+ * Rule b after an SLO break (rule d's cut to the share inside): the first
+ * healthy tick goes back to delivered_share x the knee at once, whatever
+ * the agreement, the utilisation gate and the trust in the answers say.
+ * The rate sat at the floor because the downstream was slow at any rate,
+ * not because it delivered less; the knee was learned before the break,
+ * from answers trusted then; and at the floor no queue of ours is left to
+ * drain.  Doubling from the floor of 1 a second took the closed loop's
+ * slo-bump eight ticks, the downstream at 1-2 requests a second for five
+ * of them with 200 on offer; and ab -c 32, which reserves its grants at
+ * its connects, a burst every 32 s at that floor, used none of its rate
+ * in most ticks and was gated there for good (issue 15).  0 when the rule
+ * does not apply.
+ */
+double agile__rule_b_after_break(const struct agile_controller *n,
+                                 const struct tick *t)
+{
+	/* The highest knee, not the last, once the break has lasted
+	 * AGILE_BREAK_TICKS: the cuts that took the rate down as it began
+	 * learned what our own inflight= cap let through at its latency
+	 * (the Python client, 2.4 requests in flight at 66 ms: 36 a second),
+	 * and the peak knee is the one from before.  Not after one such tick
+	 * alone: an event loop's own queue after a capacity drop reads the
+	 * same for a tick (bench-matrix's loop-drop, 139 then 152 ms), drains
+	 * the next, and the peak from before the drop is no knee now. */
+	double knee = n->knee_rate;
+
+	if (n->slo_broke >= AGILE_BREAK_TICKS && n->peak_knee > knee)
+		knee = n->peak_knee;
+	double back = t->r->delivered_share * knee;
+
+	if (!n->slo_broke || !t->measured || !t->healthy || t->deficit ||
+	    t->r->knee_ramp <= 1 || !(t->rate < back))
+		return 0;
+	return back;
 }
 
 /*
@@ -483,6 +511,17 @@ void agile__rule_d_goodput_cut(const struct agile_controller *n,
 
 	bool rising = known && t->p50 > AGILE_GOODPUT_QUEUE_RISE * t->p50_before;
 
+	/* At the floor no queue of ours explains answers past the target:
+	 * a tick there whose p50 holds level, with no backlog draining and
+	 * (all but the tolerance) of its answers late, is slow at any rate
+	 * as well.  An event loop at its floor is held to
+	 * its answers, and the cut below leaves it alone: ab -c 32 after the
+	 * closed loop's slo-bump sat at 1 a second, its answers at 15 ms,
+	 * with no break counted to climb back from (issue 15). */
+	if (t->measured && known && t->rate <= t->floor && !t->draining &&
+	    !t->backlog && t->inside <= t->r->tail_tolerance && !rising &&
+	    !(t->p50 < t->p50_before * (1 - AGILE_BACKLOG_FALL)))
+		t->slo_break = true;
 	if (known && t->p50 * AGILE_GOODPUT_QUEUE_RISE < t->p50_before)
 		return;
 	if (t->measured && rising &&
@@ -493,8 +532,9 @@ void agile__rule_d_goodput_cut(const struct agile_controller *n,
 		t->next = keep;
 		/* A p50 the last cut left where it was, with every grant
 		 * answered and no backlog draining: slow at any rate. */
-		t->slo_break = !rising && t->delivered_known &&
-		               fabs(t->delivered - t->used) <= t->slack;
+		t->slo_break = t->slo_break ||
+		               (!rising && t->delivered_known &&
+		                fabs(t->delivered - t->used) <= t->slack);
 	}
 }
 
@@ -600,7 +640,8 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 	/* An SLO break, from rule d's cut to the share inside until the rate
 	 * rises again (rule b's ramp returns to the knee in one tick). */
 	if (t->measured && t->slo_break)
-		n->slo_broke = 1;
+		n->slo_broke = n->slo_broke < AGILE_BREAK_TICKS_MOST ?
+		               n->slo_broke + 1 : AGILE_BREAK_TICKS_MOST;
 	else if (rose || t->deficit)
 		n->slo_broke = 0;
 	/* A rate that rises has left any backlog behind. */

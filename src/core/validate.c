@@ -277,7 +277,6 @@ int agile_controller_validate(const struct agile_controller *c,
 		{ "controller.cut_from_used", agile__load_u32(&c->cut_from_used) },
 		{ "controller.cut_ended_cold",
 		  agile__load_u32(&c->cut_ended_cold) },
-		{ "controller.slo_broke", agile__load_u32(&c->slo_broke) },
 	};
 	const struct {
 		const char *field;
@@ -311,6 +310,12 @@ int agile_controller_validate(const struct agile_controller *c,
 		return reject(why, "controller.last_action",
 		              "controller.last_action (%" PRIu32 ") is not an "
 		              "action; there are %d.", action, AGILE_ACTION_COUNT);
+	if (agile__load_u32(&c->slo_broke) > AGILE_BREAK_TICKS_MOST)
+		return reject(why, "controller.slo_broke",
+		              "controller.slo_broke (%" PRIu32 ") is more than "
+		              "the %d ticks an SLO break is counted to.",
+		              agile__load_u32(&c->slo_broke),
+		              AGILE_BREAK_TICKS_MOST);
 	if (agile__load_u32(&c->backlog_ms) >
 	    agile__backlog_most_ms(r->tick_ns))
 		return reject(why, "controller.backlog_ms",

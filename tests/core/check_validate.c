@@ -404,7 +404,7 @@ START_TEST(validate_names_each_controller_field)
 	l.loop.ctl.cut_ended_cold = 2;
 	ck_assert_str_eq(verdict(&l, now), "controller.cut_ended_cold");
 	init_100(&l, now);
-	l.loop.ctl.slo_broke = 2;
+	l.loop.ctl.slo_broke = AGILE_BREAK_TICKS_MOST + 1;
 	ck_assert_str_eq(verdict(&l, now), "controller.slo_broke");
 	/* The quantile guard (tail_tolerance 0 without an SLO) never writes
 	 * the ratio guard's share... */
