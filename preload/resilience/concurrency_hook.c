@@ -265,6 +265,17 @@ int32_t agile__permit_acquire(struct agile_state_resilience *z,
 			agile__add_u64(&z->conc_timeouts, 1);
 			return -ETIMEDOUT;
 		}
+		/* As a listener's refusal does (agile__permit_try_reclaiming):
+		 * a baseline probe asked for on a destination's cap ends on
+		 * time while its one connection stays open.  Its end raises
+		 * the limit and wakes the waiters; this one goes round. */
+		if (z->conc_mode == AGILE_CONC_ADAPTIVE &&
+		    __atomic_load_n(&z->core.probe.active, __ATOMIC_ACQUIRE)) {
+			advance(z, now);
+			if (!__atomic_load_n(&z->core.probe.active,
+			                     __ATOMIC_ACQUIRE))
+				continue;
+		}
 		wait = deadline - now;
 		if (wait > RECLAIM_PERIOD_NS)
 			wait = RECLAIM_PERIOD_NS;
