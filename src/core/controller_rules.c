@@ -50,6 +50,9 @@
  *     toward the knee with a half-life of AGILE_PEAK_HALF_LIFE_S) is
  *     AGILE_PEAK_SHARE times the knee or more, it multiplies so toward
  *     delivered_share x the peak knee: a capacity that dipped is back.
+ *     After an SLO break (rule d) the first healthy tick goes to
+ *     delivered_share x the knee at once, the peak knee once the break
+ *     has lasted AGILE_BREAK_TICKS (agile__rule_b_after_break).
  *  c. Probing at the knee (probe_acceleration).  From delivered_share x knee
  *     up (anywhere before a knee is known), a healthy tick steps up only
  *     while its p50 sits within AGILE_PROBE_QUIET (5%) of the baseline,
@@ -84,7 +87,10 @@
  *     is draining the queue, and the cut is the plain full step: a rate at
  *     the floor has a program of 32 threads reserve its grants 32 s ahead.
  *     Only a p50 the last cut left where it was (a downstream slow at any
- *     rate) is cut to the share inside.  Nor does the guard cut on
+ *     rate) is cut to the share inside; with every grant answered (or at
+ *     the floor, with the tick's answers late) that tick is an SLO break,
+ *     which learns no knee (rule a) and which rule b climbs back from in
+ *     one tick.  Nor does the guard cut on
  *     the tick right after a cut whose p50 is back inside the window.
  *
  * The same four rules hold for a real program, whose signal is lumpy where
