@@ -15,6 +15,8 @@
 
 #include "clock.h"
 #include "h2conn.h"
+#include "http.h"
+#include "http2.h"
 #include "symbols.h"
 #include "track.h"
 #include "track_internal.h"
@@ -241,6 +243,16 @@ static void answer_early(struct agile_fd *t, int fd, short revents)
 		return;
 	ssize_t n = agile__libc.recv(fd, buf, sizeof(buf),
 	                             MSG_PEEK | MSG_DONTWAIT);
+	/* An interim answer (100 Continue, HTTP/2's SETTINGS) keeps the
+	 * request in flight, and its bytes stay readable: judged here, the
+	 * socket would be watched again and poll would find it readable at
+	 * once, round after round, for the rest of the wait.  It is the
+	 * read's to judge, as before, with the stamp standing. */
+	if (n > 0 &&
+	    (agile__http_read_verdict(buf, (size_t)n) == AGILE_READ_INTERIM ||
+	     (__atomic_load_n(&t->http2, __ATOMIC_ACQUIRE) &&
+	      agile__h2_read_verdict(buf, (size_t)n) == AGILE_READ_INTERIM)))
+		n = 0;
 	if (n > 0) {
 		struct iovec iov = { .iov_base = buf, .iov_len = (size_t)n };
 
