@@ -520,8 +520,8 @@ void agile__rule_d_goodput_cut(const struct agile_controller *n,
 	/* At the floor no queue of ours explains answers past the target:
 	 * a tick there whose p50 holds level, with no backlog draining and
 	 * (all but the tolerance) of its answers late, is slow at any rate
-	 * as well.  An event loop at its floor is held to
-	 * its answers, and the cut below leaves it alone: ab -c 32 after the
+	 * as well.  An event loop at its floor is held to its answers, and
+	 * the cut below leaves it alone: ab -c 32 after the
 	 * closed loop's slo-bump sat at 1 a second, its answers at 15 ms,
 	 * with no break counted to climb back from (issue 15). */
 	if (t->measured && known && t->rate <= t->floor && !t->draining &&
@@ -643,8 +643,9 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 		n->cutting = 1;
 	else if (rose)
 		n->cutting = 0;
-	/* An SLO break, from rule d's cut to the share inside until the rate
-	 * rises again (rule b's ramp returns to the knee in one tick). */
+	/* An SLO break's ticks, counted from rule d's first until the rate
+	 * rises again or a deficit says the capacity fell
+	 * (agile__rule_b_after_break returns from it in one tick). */
 	if (t->measured && t->slo_break)
 		n->slo_broke = n->slo_broke < AGILE_BREAK_TICKS_MOST ?
 		               n->slo_broke + 1 : AGILE_BREAK_TICKS_MOST;
