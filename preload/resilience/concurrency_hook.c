@@ -207,6 +207,16 @@ int32_t agile__permit_try(struct agile_state_resilience *z)
 
 static void advance(struct agile_state_resilience *z, int64_t now);
 
+/* A baseline probe ends at its answers or after its ticks, and ticks run
+ * at outcomes: with its one request (or connection) slow, a caller that
+ * finds no permit while one runs drives the tick, so that it ends on
+ * time. */
+static bool probe_running(const struct agile_state_resilience *z)
+{
+	return z->conc_mode == AGILE_CONC_ADAPTIVE &&
+	       __atomic_load_n(&z->core.probe.active, __ATOMIC_ACQUIRE);
+}
+
 /* When this process last looked for dead holders without waiting. */
 static int64_t last_reclaim_ns;
 
@@ -216,11 +226,7 @@ int32_t agile__permit_try_reclaiming(struct agile_state_resilience *z,
 	int32_t permit = agile__permit_try(z);
 	int64_t last = __atomic_load_n(&last_reclaim_ns, __ATOMIC_ACQUIRE);
 
-	/* A baseline probe ends at its answers or after its ticks, and
-	 * ticks run at outcomes: with its one request slow, a listener
-	 * refusing the rest must still end it on time. */
-	if (permit == 0 && z->conc_mode == AGILE_CONC_ADAPTIVE &&
-	    __atomic_load_n(&z->core.probe.active, __ATOMIC_ACQUIRE))
+	if (permit == 0 && probe_running(z))
 		advance(z, now);
 
 	if (permit > 0 || now - last < RECLAIM_PERIOD_NS ||
@@ -265,15 +271,11 @@ int32_t agile__permit_acquire(struct agile_state_resilience *z,
 			agile__add_u64(&z->conc_timeouts, 1);
 			return -ETIMEDOUT;
 		}
-		/* As a listener's refusal does (agile__permit_try_reclaiming):
-		 * a baseline probe asked for on a destination's cap ends on
-		 * time while its one connection stays open.  Its end raises
-		 * the limit and wakes the waiters; this one goes round. */
-		if (z->conc_mode == AGILE_CONC_ADAPTIVE &&
-		    __atomic_load_n(&z->core.probe.active, __ATOMIC_ACQUIRE)) {
+		/* A probe's end raises the limit and wakes the waiters; this
+		 * one goes round. */
+		if (probe_running(z)) {
 			advance(z, now);
-			if (!__atomic_load_n(&z->core.probe.active,
-			                     __ATOMIC_ACQUIRE))
+			if (!probe_running(z))
 				continue;
 		}
 		wait = deadline - now;

@@ -327,6 +327,14 @@ static bool h2_walked(struct agile_fd *t, ssize_t result,
 	return walked;
 }
 
+bool agile__track_bytes_interim(const struct agile_fd *t, const void *data,
+                                size_t n)
+{
+	return agile__http_read_verdict(data, n) == AGILE_READ_INTERIM ||
+	       (load8(&t->http2) &&
+	        agile__h2_read_verdict(data, n) == AGILE_READ_INTERIM);
+}
+
 /* The byte-level rules' verdict on a read of bytes (result > 0) or an end
  * of file or failure (result <= 0) on a connection no walker follows. */
 static enum agile__read_verdict bytes_verdict(const struct received *rd)
@@ -339,10 +347,7 @@ static enum agile__read_verdict bytes_verdict(const struct received *rd)
 		       ? AGILE_READ_UNREACHABLE : AGILE_READ_TRUNCATED;
 	if (load8(&rd->r->request) != AGILE_REQ_IN_FLIGHT)
 		return AGILE_READ_DATA;
-	if (rd->data_len >= n &&
-	    (agile__http_read_verdict(rd->data, n) == AGILE_READ_INTERIM ||
-	     (load8(&rd->t->http2) &&
-	      agile__h2_read_verdict(rd->data, n) == AGILE_READ_INTERIM)))
+	if (rd->data_len >= n && agile__track_bytes_interim(rd->t, rd->data, n))
 		return AGILE_READ_INTERIM;
 	if (load8(&rd->r->flags) & AGILE_FD_TUNNEL)
 		return AGILE_READ_SETUP;

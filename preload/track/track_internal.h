@@ -131,6 +131,11 @@ void agile__track_send_after(struct agile_fd *t, ssize_t result, int error,
                              int64_t start_ns, const struct iovec *iov,
                              int count);
 
+/* recv.c: whether the first `n` bytes of an answer on `t` are an interim
+ * one (whole 1xx responses, or HTTP/2's SETTINGS and the like on a
+ * connection that spoke HTTP/2), which leaves its request in flight. */
+bool agile__track_bytes_interim(const struct agile_fd *t, const void *data,
+                                size_t n);
 /* recv.c: the receive path after the real call (track.h's
  * agile__track_after_recv). */
 void agile__track_recv_after(struct agile_fd *t, ssize_t result, int error,

@@ -15,8 +15,6 @@
 
 #include "clock.h"
 #include "h2conn.h"
-#include "http.h"
-#include "http2.h"
 #include "symbols.h"
 #include "track.h"
 #include "track_internal.h"
@@ -248,12 +246,7 @@ static void answer_early(struct agile_fd *t, int fd, short revents)
 	 * socket would be watched again and poll would find it readable at
 	 * once, round after round, for the rest of the wait.  It is the
 	 * read's to judge, as before, with the stamp standing. */
-	if (n > 0 &&
-	    (agile__http_read_verdict(buf, (size_t)n) == AGILE_READ_INTERIM ||
-	     (__atomic_load_n(&t->http2, __ATOMIC_ACQUIRE) &&
-	      agile__h2_read_verdict(buf, (size_t)n) == AGILE_READ_INTERIM)))
-		n = 0;
-	if (n > 0) {
+	if (n > 0 && !agile__track_bytes_interim(t, buf, (size_t)n)) {
 		struct iovec iov = { .iov_base = buf, .iov_len = (size_t)n };
 
 		agile__track_recv_after(t, n, 0, sizeof(buf), &iov, 1, true);

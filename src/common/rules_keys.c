@@ -416,16 +416,14 @@ bool agile__rules_apply(struct reporter *r, struct agile_rule *rule,
 		if (why == NUMBER_OK)
 			*(int *)(void *)field = (int)whole;
 		break;
-	case KEY_DURATION:
-		why = agile__lex_duration(value, &ns);
-		if (why == NUMBER_OK)
-			*(int64_t *)(void *)field = ns;
-		break;
 	case KEY_INTERVAL:
 		if (agile__name_is(value, "off")) {
 			*(int64_t *)(void *)field = AGILE_BASELINE_PROBE_OFF;
 			break;
 		}
+		/* Otherwise a duration, as KEY_DURATION. */
+		/* fall through */
+	case KEY_DURATION:
 		why = agile__lex_duration(value, &ns);
 		if (why == NUMBER_OK)
 			*(int64_t *)(void *)field = ns;

@@ -82,7 +82,8 @@
  * Version 7 added the controller's peak_knee (rule b above the knee),
  * which moves every field after knee_rate.
  * Version 8 appended the controller's slo_broke (rule d's SLO break, which
- * rule b climbs back from in one tick), growing it by 8 bytes.
+ * rule b climbs back from in one tick), growing it by 8 bytes, and the
+ * concurrency limiter's baseline probe at its end.
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H

@@ -433,7 +433,7 @@ static void step_tail_guard(struct agile_controller *n, struct tick *t)
 /* Step 7: the clamp; cold start ends at the ceiling. */
 static void step_clamp(struct agile_controller *n, const struct tick *t)
 {
-	n->rate = clamp(t->next, t->floor, t->r->max_rate);
+	n->rate = agile__clamp(t->next, t->floor, t->r->max_rate);
 	if (n->cold_start && n->rate >= t->r->max_rate)
 		n->cold_start = 0;
 }
@@ -474,7 +474,7 @@ double agile_controller_step(struct agile_controller *c,
 	if (step_outage(&n, &t) || step_blind(&n, &t)) {
 		/* Step 7's clamp alone: neither tick ends cold start at the
 		 * ceiling (an outage ended it, a blind tick moves nothing). */
-		n.rate = clamp(t.next, t.floor, r->max_rate);
+		n.rate = agile__clamp(t.next, t.floor, r->max_rate);
 		publish(c, &n);
 		return n.rate;
 	}

@@ -13,17 +13,6 @@
 
 #include "agile.h"
 
-/* v within [lo, hi]; a NaN (garbage in the shared state, carried through
- * the arithmetic) reads as lo, the cautious end. */
-static inline double clamp(double v, double lo, double hi)
-{
-	if (v < lo || v != v)
-		v = lo;
-	if (v > hi)
-		v = hi;
-	return v;
-}
-
 /*
  * One tick's reading, shared by the steps (controller.c) and the rules
  * (controller_rules.c) in the order agile_controller_step calls them: each

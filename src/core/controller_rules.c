@@ -625,7 +625,7 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 	 * less the rate the cut leaves; until then, and until its answers
 	 * are read (AGILE_BACKLOG_FACTOR), the next ticks' answers are that
 	 * queue's. */
-	double cut_to = clamp(t->next, t->floor, t->r->max_rate);
+	double cut_to = agile__clamp(t->next, t->floor, t->r->max_rate);
 	uint32_t most_ms = agile__backlog_most_ms(t->r->tick_ns);
 	if (cut_now && t->delivered_known && n->knee_rate > cut_to &&
 	    t->p50 > n->baseline_ns) {

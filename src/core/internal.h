@@ -65,6 +65,17 @@ static inline int32_t agile__inc_sat_i32(int32_t v)
 	return v < INT32_MAX ? v + 1 : INT32_MAX;
 }
 
+/* v within [lo, hi]; a NaN (garbage in the shared state, carried through
+ * the arithmetic) reads as lo, the cautious end. */
+static inline double agile__clamp(double v, double lo, double hi)
+{
+	if (v < lo || v != v)
+		v = lo;
+	if (v > hi)
+		v = hi;
+	return v;
+}
+
 /* The integer part of v, clamped into int64_t; NaN reads as 0.  Every
  * double that reaches an integer goes through a clamp like this one, never
  * through a plain cast. */

@@ -110,25 +110,31 @@ static bool loop_claim_tick(struct agile_loop *loop, int64_t now_ns)
 	                      agile__add_sat(now_ns, loop->config.tick_ns));
 }
 
-/* Drain the tick's samples, unreachable and answered counts, run the law,
- * and return the new target.  `used` is what the actuator saw since the
- * last step, which was `elapsed_s` ago; `pending` says it holds grants
- * still ahead of now. */
+/* Take the tick's samples, unreachable and answered counts out of the
+ * loop, for the step (or the baseline probe's tick) to read. */
+static void loop_drain(struct agile_loop *loop,
+                       struct agile_hist_snapshot *snap,
+                       uint64_t *unreachable, uint64_t *answered)
+{
+	agile_hist_drain(&loop->hist, snap);
+	*unreachable = agile__load_u64(&loop->unreachable_tick);
+	agile__sub_u64(&loop->unreachable_tick, *unreachable);
+	*answered = agile__load_u64(&loop->answered_tick);
+	agile__sub_u64(&loop->answered_tick, *answered);
+}
+
+/* Drain the tick, run the law, and return the new target.  `used` is what
+ * the actuator saw since the last step, which was `elapsed_s` ago;
+ * `pending` says it holds grants still ahead of now. */
 static double loop_step(struct agile_loop *loop, int64_t now_ns, double used,
                         double elapsed_s, bool pending)
 {
 	struct agile_hist_snapshot snap;
 	struct agile_tick_input in;
 
-	agile_hist_drain(&loop->hist, &snap);
-	uint64_t unreachable = agile__load_u64(&loop->unreachable_tick);
-	agile__sub_u64(&loop->unreachable_tick, unreachable);
-	uint64_t answered = agile__load_u64(&loop->answered_tick);
-	agile__sub_u64(&loop->answered_tick, answered);
+	loop_drain(loop, &snap, &in.unreachable, &in.answered);
 	in.hist = &snap;
-	in.unreachable = unreachable;
 	in.used = used;
-	in.answered = answered;
 	in.elapsed_s = elapsed_s;
 	in.pending = pending;
 	double rate = agile_controller_step(&loop->ctl, &loop->config, &in);
@@ -413,12 +419,10 @@ static void probe_tick(struct agile_conc_limiter *l, int64_t now_ns)
 	struct agile_controller *c = &loop->ctl;
 	const struct agile_resolved *r = &loop->config;
 	struct agile_hist_snapshot snap;
+	uint64_t unreachable, answered;
 
-	agile_hist_drain(&loop->hist, &snap);
-	agile__sub_u64(&loop->unreachable_tick,
-	               agile__load_u64(&loop->unreachable_tick));
-	agile__sub_u64(&loop->answered_tick,
-	               agile__load_u64(&loop->answered_tick));
+	/* The tick's counts are the floor's: drained, and not read. */
+	loop_drain(loop, &snap, &unreachable, &answered);
 	agile__store_u64(&l->peak_in_flight, agile__load_u64(&l->in_flight));
 	uint32_t ticks = agile__load_u32(&l->probe.ticks) + 1;
 
@@ -438,12 +442,9 @@ static void probe_tick(struct agile_conc_limiter *l, int64_t now_ns)
 			                    agile__load_double(&c->p50_ns));
 		/* The target set aside, within the bounds (the state is
 		 * shared: a NaN reads as the floor). */
-		double target = agile__load_double(&l->probe.saved);
+		double target = agile__clamp(agile__load_double(&l->probe.saved),
+		                             r->floor_rate, r->max_rate);
 
-		if (!(target >= r->floor_rate))
-			target = r->floor_rate;
-		if (target > r->max_rate)
-			target = r->max_rate;
 		agile__store_double(&c->rate, target);
 		agile__store_u64(&l->limit, limit_for(target));
 		agile__store_i64(&l->probe.next_ns,

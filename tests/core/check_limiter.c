@@ -1423,14 +1423,6 @@ static struct agile_config probe_config(void)
 	return c;
 }
 
-/* One request admitted, answered in `latency_ns` and released. */
-static void conc_one(struct agile_conc_limiter *l, int64_t latency_ns)
-{
-	ck_assert(agile_conc_try_take(l));
-	agile_conc_observe(l, latency_ns);
-	agile_conc_release(l);
-}
-
 /*
  * A server of four workers behind the default: started at 8 in flight,
  * every request would wait one service time behind another, and the law
@@ -1451,10 +1443,10 @@ START_TEST(limiter_conc_baseline_probe_at_start)
 	agile_conc_observe(&l, 20 * AGILE_NS_PER_MS);
 	agile_conc_release(&l);
 	for (int i = 1; i < AGILE_BASELINE_PROBE_SAMPLES - 1; i++)
-		conc_one(&l, 20 * AGILE_NS_PER_MS);
+		conc_calls(&l, 1, 20 * AGILE_NS_PER_MS);
 	/* Fifteen answers: not due before the tick. */
 	ck_assert(!agile_conc_tick_if_due(&l, 300 * AGILE_NS_PER_MS));
-	conc_one(&l, 20 * AGILE_NS_PER_MS);
+	conc_calls(&l, 1, 20 * AGILE_NS_PER_MS);
 	ck_assert(agile_conc_tick_if_due(&l, 320 * AGILE_NS_PER_MS));
 	struct agile_stats s = conc_stats(&l);
 	ck_assert_int_eq(s.last_action, AGILE_ACTION_BASELINE);
@@ -1483,17 +1475,12 @@ START_TEST(limiter_conc_baseline_probe_every_minute)
 	ck_assert_int_eq(agile_conc_init(&l, &c, 0), 0);
 	/* The probe at the start, answered at 40 ms (a slow server). */
 	for (int i = 0; i < AGILE_BASELINE_PROBE_SAMPLES; i++)
-		conc_one(&l, 40 * AGILE_NS_PER_MS);
+		conc_calls(&l, 1, 40 * AGILE_NS_PER_MS);
 	ck_assert(agile_conc_tick_if_due(&l, now += 100 * AGILE_NS_PER_MS));
 	ck_assert_uint_eq(agile_conc_limit(&l), 8);
 	/* A minute at 8 in flight, 40 ms each. */
 	while (now < 60 * AGILE_NS_PER_S) {
-		for (int i = 0; i < 8; i++)
-			ck_assert(agile_conc_try_take(&l));
-		for (int i = 0; i < 8; i++) {
-			agile_conc_observe(&l, 40 * AGILE_NS_PER_MS);
-			agile_conc_release(&l);
-		}
+		conc_calls(&l, 8, 40 * AGILE_NS_PER_MS);
 		now += AGILE_NS_PER_S;
 		ck_assert(agile_conc_tick_if_due(&l, now));
 		if (conc_stats(&l).last_action == AGILE_ACTION_BASELINE ||
@@ -1516,7 +1503,7 @@ START_TEST(limiter_conc_baseline_probe_every_minute)
 	agile_conc_observe(&l, 20 * AGILE_NS_PER_MS);
 	agile_conc_release(&l);
 	for (int i = 1; i < AGILE_BASELINE_PROBE_SAMPLES; i++)
-		conc_one(&l, 20 * AGILE_NS_PER_MS);
+		conc_calls(&l, 1, 20 * AGILE_NS_PER_MS);
 	ck_assert(agile_conc_tick_if_due(&l, now + 400 * AGILE_NS_PER_MS));
 	struct agile_stats s = conc_stats(&l);
 	ck_assert_int_eq(s.last_action, AGILE_ACTION_BASELINE);
