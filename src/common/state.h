@@ -84,6 +84,8 @@
  * Version 8 appended the controller's slo_broke (rule d's SLO break, which
  * rule b climbs back from in one tick), growing it by 8 bytes, and the
  * concurrency limiter's baseline probe at its end.
+ * Version 9 appended the controller's tail_series_share, tail_series_load
+ * and tail_own (a listener's tail that is not its load's).
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -97,7 +99,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 8
+#define AGILE_STATE_VERSION 9
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

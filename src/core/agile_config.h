@@ -222,6 +222,11 @@ struct agile_config {
 #define AGILE_BREAK_TICKS 2       /* an SLO break (rule d) this many
                                      ticks long returns to the peak knee
                                      (rule b after a break) */
+#define AGILE_TAIL_OWN_LOAD 0.5   /* a listener's tail guard series that
+                                     cut its load to this share ... */
+#define AGILE_TAIL_OWN_SHARE 0.75 /* ... and kept this share of its tail
+                                     past the target finds the tail not
+                                     its load's */
 #define AGILE_BREAK_TICKS_MOST 1000 /* where its count stops */
 #define AGILE_PROBE_FLAT_STEPS 2 /* rule c's largest step past the quiet
                                      band, in up_steps */

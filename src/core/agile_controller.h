@@ -78,6 +78,16 @@ struct agile_controller {
 	                          learned, and the first healthy tick returns
 	                          to it (to the peak knee after
 	                          AGILE_BREAK_TICKS); 0 none */
+	/* A listener's tail that is not its load's (concurrency limiters
+	 * with the ratio guard only): the tail guard's series of cuts
+	 * remembers the smoothed share past the tail target and the load at
+	 * its first cut; a cut at half that load or less that left the share
+	 * where it was finds a server slow at any load, and tail_own keeps
+	 * that share: the guard then fires only on a share past it. */
+	double tail_series_share; /* share at the series' first cut; 0 none */
+	double tail_series_load;  /* the load that cut started from; 0 none */
+	double tail_own;          /* the share answered past the target at
+	                             any load; 0 none */
 };
 
 /* What the last control step did, for observability and tests. */

@@ -173,7 +173,10 @@ static bool tail_guard_fires(struct agile_controller *next,
 	/* Averaging with the previous value smooths over about two ticks, so
 	 * one slow request in a quiet tick decays instead of costing a step. */
 	next->tail_ratio = 0.5 * next->tail_ratio + 0.5 * share;
-	next->tail_threshold = tol + AGILE_TAIL_SIGMA * sqrt(tol * (1.0 - tol) / n);
+	/* A listener's tail found not to be its load's is tolerated too
+	 * (tail_not_ours). */
+	next->tail_threshold = tol + AGILE_TAIL_SIGMA * sqrt(tol * (1.0 - tol) / n) +
+	                       next->tail_own;
 	return next->tail_ratio > next->tail_threshold;
 }
 
@@ -212,6 +215,9 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_u32(&c->cut_from_used, n->cut_from_used);
 	agile__store_u32(&c->cut_ended_cold, n->cut_ended_cold);
 	agile__store_u32(&c->slo_broke, n->slo_broke);
+	agile__store_double(&c->tail_series_share, n->tail_series_share);
+	agile__store_double(&c->tail_series_load, n->tail_series_load);
+	agile__store_double(&c->tail_own, n->tail_own);
 	agile__store_double(&c->paired_grants, n->paired_grants);
 	agile__store_double(&c->paired_answers, n->paired_answers);
 	agile__store_u32(&c->paired, n->paired);
@@ -412,6 +418,53 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 	}
 }
 
+/* Step 6's listener case: a tail that is not its load's.  A server whose
+ * fifth request takes 60 ms at any load, behind slo=50ms, had its limit
+ * cut tick after tick by the ratio guard and served 59% of its capacity
+ * (bench/RESULTS.md, issue 19): shedding makes no slow request faster.
+ * The guard's series of cuts (until the limit is back where it began)
+ * keeps the share and the limit of its first; a cut at AGILE_TAIL_OWN_LOAD of that limit or less, with
+ * AGILE_TAIL_OWN_SHARE of the share still past the target and the p50
+ * inside the window, is not made: the limit goes back to where the series
+ * began, and tail_own tolerates that share from then on (the guard fires
+ * on a share past it plus the tolerance: the part the load adds), until
+ * the share falls inside the plain tolerance.  Rate limiters have rule
+ * d's SLO break for a downstream slow at any rate. */
+static void tail_not_ours(struct agile_controller *n, struct tick *t)
+{
+	const struct agile_resolved *r = t->r;
+
+	if (r->kind != AGILE_KIND_CONCURRENCY || !(r->tail_tolerance > 0))
+		return;
+	if (!t->tail) {
+		/* The series lasts, through the ticks between its cuts,
+		 * until the limit is back where it began. */
+		if (t->load >= n->tail_series_load) {
+			n->tail_series_share = 0;
+			n->tail_series_load = 0;
+		}
+		if (n->tail_own > 0 &&
+		    n->tail_ratio <= n->tail_threshold - n->tail_own)
+			n->tail_own = 0;
+		return;
+	}
+	if (!(n->tail_series_load > 0)) {
+		n->tail_series_share = n->tail_ratio;
+		n->tail_series_load = t->load;
+		return;
+	}
+	if (t->load <= AGILE_TAIL_OWN_LOAD * n->tail_series_load &&
+	    n->tail_ratio >= AGILE_TAIL_OWN_SHARE * n->tail_series_share &&
+	    t->p50 <= t->window) {
+		n->tail_own = n->tail_ratio;
+		if (t->next < n->tail_series_load)
+			t->next = n->tail_series_load;
+		n->tail_series_share = 0;
+		n->tail_series_load = 0;
+		t->tail = false;
+	}
+}
+
 /* Step 6: the tail guard, not gated by the hysteresis, nor while a
  * backlog drains (rule a); rule d sizes its cut. */
 static void step_tail_guard(struct agile_controller *n, struct tick *t)
@@ -419,6 +472,7 @@ static void step_tail_guard(struct agile_controller *n, struct tick *t)
 	t->tail = tail_guard_fires(n, t->r, t->in->hist, t->p99) &&
 	          !t->draining;
 	agile__rule_d_own_share(t);
+	tail_not_ours(n, t);
 	if (!t->tail)
 		return;
 	double full = t->load * (1.0 - t->r->down_step);

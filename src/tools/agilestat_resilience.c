@@ -175,6 +175,17 @@ void agilestat_resilience_table(const struct agile_state_slot *s)
 		                    __ATOMIC_ACQUIRE))
 			printf(" (baseline probe: limit at its floor)");
 		printf("  samples %llu\n", ULL(r.core.totals.samples));
+		/* The SLO below what the server answers at any load: said
+		 * loudly, since the guard now tolerates that share. */
+		double own;
+		__atomic_load(&s->resilience.core.loop.ctl.tail_own, &own,
+		              __ATOMIC_ACQUIRE);
+		if (own > 0 && own <= 1)
+			printf("  SLO BELOW THE SERVER'S OWN TAIL: %.0f%% of its "
+			       "answers past the tail target at half the limit "
+			       "and at the full one; shedding cannot meet it, "
+			       "the tail guard cuts only past that share\n",
+			       own * 100);
 	} else if (r.features & AGILE_FEATURE_CONCURRENCY)
 		printf("  concurrency %s: open %lld of %lld  admitted %llu  "
 		       "waited %llu  timeouts %llu  reclaimed %llu\n",
