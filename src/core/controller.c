@@ -423,13 +423,14 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
  * cut tick after tick by the ratio guard and served 59% of its capacity
  * (bench/RESULTS.md, issue 19): shedding makes no slow request faster.
  * The guard's series of cuts (until the limit is back where it began)
- * keeps the share and the limit of its first; a cut at AGILE_TAIL_OWN_LOAD of that limit or less, with
- * AGILE_TAIL_OWN_SHARE of the share still past the target and the p50
- * inside the window, is not made: the limit goes back to where the series
- * began, and tail_own tolerates that share from then on (the guard fires
- * on a share past it plus the tolerance: the part the load adds), until
- * the share falls inside the plain tolerance.  Rate limiters have rule
- * d's SLO break for a downstream slow at any rate. */
+ * keeps the share and the limit of its first; a cut at
+ * AGILE_TAIL_OWN_LOAD of that limit or less, with AGILE_TAIL_OWN_SHARE of
+ * the share still past the target and the p50 inside the window, is not
+ * made: the limit goes back to where the series began, and tail_own
+ * tolerates that share from then on (the guard fires on a share past it
+ * plus the tolerance: the part the load adds), until the share falls
+ * inside the plain tolerance.  Rate limiters have rule d's SLO break for
+ * a downstream slow at any rate. */
 static void tail_not_ours(struct agile_controller *n, struct tick *t)
 {
 	const struct agile_resolved *r = t->r;
