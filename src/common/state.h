@@ -86,6 +86,8 @@
  * concurrency limiter's baseline probe at its end.
  * Version 9 appended the controller's tail_series_share, tail_series_load
  * and tail_own (a listener's tail that is not its load's).
+ * Version 10 appended the controller's last_step (rule c's step, which
+ * its step back undoes exactly, and its fast series).
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -99,7 +101,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 9
+#define AGILE_STATE_VERSION 10
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

@@ -199,6 +199,13 @@ struct agile_config {
                                      p50 is within AGILE_PROBE_QUIET of
                                      the tick before's: a capacity that
                                      fell may answer slower unloaded */
+#define AGILE_PROBE_FAST_FALL 0.25 /* rule c's fast series: a p50 this
+                                     share under the baseline and under
+                                     the tick before's (which sat at the
+                                     baseline) is a downstream faster than
+                                     ever learned, and each step doubles
+                                     the rate (knee_ramp) while the p50
+                                     stays there */
 #define AGILE_PROBE_BACK_RISE 0.10 /* rule c takes back a step whose
                                      tick's p50, past the quiet band, rose
                                      by more than this share over the tick

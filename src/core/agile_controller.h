@@ -88,6 +88,8 @@ struct agile_controller {
 	double tail_series_load;  /* the load that cut started from; 0 none */
 	double tail_own;          /* the share answered past the target at
 	                             any load; 0 none */
+	double last_step;      /* rule c's step up from the knee the last
+	                          tick took, a share of the rate; 0 none */
 };
 
 /* What the last control step did, for observability and tests. */

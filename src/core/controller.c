@@ -218,6 +218,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_double(&c->tail_series_share, n->tail_series_share);
 	agile__store_double(&c->tail_series_load, n->tail_series_load);
 	agile__store_double(&c->tail_own, n->tail_own);
+	agile__store_double(&c->last_step, n->last_step);
 	agile__store_double(&c->paired_grants, n->paired_grants);
 	agile__store_double(&c->paired_answers, n->paired_answers);
 	agile__store_u32(&c->paired, n->paired);
@@ -407,6 +408,7 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 	} else {
 		double step = agile__rule_c_probe_step(n, t);
 		t->next = t->rate * (1.0 + step);
+		t->step = step;
 		n->last_action = step > 0 ? AGILE_ACTION_INCREASE :
 		                 step < 0 ? AGILE_ACTION_DECREASE :
 		                            AGILE_ACTION_HOLD;

@@ -58,6 +58,7 @@ struct tick {
 	bool at_knee;       /* rule c applies */
 	double peak_cap;    /* delivered_share x the peak knee, or 0 */
 	double last_step;   /* rule c's step the tick before, 0 if none */
+	double step;        /* rule c's step this tick, 0 if none */
 	/* Step 6 and rule d. */
 	bool tail;
 	double inside;      /* the tick's share of answers inside the target */

@@ -254,9 +254,6 @@ void agile__rule_a_measure(struct agile_controller *n, struct tick *t)
  * program held to its answers cannot use its rate: the last cut did not
  * take it under what the downstream delivers, and no backlog drains.
  */
-static double probe_step(const struct agile_resolved *r, int32_t streak,
-                         bool quiet);
-
 void agile__rules_region(const struct agile_controller *n, struct tick *t)
 {
 	const struct agile_resolved *r = t->r;
@@ -291,14 +288,11 @@ void agile__rules_region(const struct agile_controller *n, struct tick *t)
 	             t->rate >= t->knee_cap;
 	t->peak_cap = t->delivered_known ? r->delivered_share * n->peak_knee
 	                                 : 0;
-	/* The step rule c took the tick before, if it took one (the same
-	 * arithmetic as agile__rule_c_probe_step, from what that tick's p50
-	 * was). */
-	t->last_step = 0;
-	if (t->at_knee && t->after_step && n->increase_streak > 0)
-		t->last_step = probe_step(r, n->increase_streak - 1,
-		                          t->p50_before <= n->baseline_ns *
-		                          (1 + AGILE_PROBE_QUIET));
+	/* The step rule c took the tick before, if it took one.  Kept, not
+	 * worked out again from the streak: the tick before's quiet band
+	 * was around a baseline that has moved since, and its fast series
+	 * leaves no trace in the streak. */
+	t->last_step = t->at_knee && t->after_step ? n->last_step : 0;
 }
 
 /* Rule b's ramp: multiply by knee_ramp, capped at `cap` (the knee cap
@@ -433,7 +427,53 @@ double agile__rule_c_take_back(const struct agile_controller *n,
 	if (quiet || last <= 0 ||
 	    !(t->p50 > t->p50_before * (1 + AGILE_PROBE_BACK_RISE)))
 		return 0;
-	return 1.0 / (1.0 + last) - 1.0;
+	/* Back to the rate before the step, or to delivered_share x what
+	 * the tick delivered when that is more: a step past the capacity
+	 * queued, but its tick's answers say what the downstream delivers
+	 * flat out.  The steps after a low start's recovery, 173 -> 277
+	 * into 240 a second, were taken back to 173, and the tick after it
+	 * sent 178 with 240 on offer (issue 15).  A tick that delivered
+	 * that share of its rate or more is not one whose step queued: no
+	 * step back, and the guard judges it. */
+	double rate_before = t->rate / (1.0 + last);
+	double keep = t->r->delivered_share * t->delivered;
+
+	if (!t->delivered_known || keep < rate_before)
+		return rate_before / t->rate - 1.0;
+	if (keep >= t->rate)
+		return 0;
+	return keep / t->rate - 1.0;
+}
+
+/*
+ * Rule c's fast series: the p50 fell AGILE_PROBE_FAST_FALL under the
+ * baseline in one tick, from a tick at the baseline, and not as a cut's
+ * queue drained: the downstream answers faster than it ever did while the
+ * baseline was learned, which a queue never explains, and its capacity
+ * rose with it (a pool that grew, a neighbour gone).  Each step then
+ * multiplies the rate by knee_ramp, as rule b does below the knee, while
+ * the p50 stays that far under the baseline and flat; the first step that
+ * queues is taken back (agile__rule_c_take_back) to what its tick
+ * delivered.  A low start's recovery, 60 -> 240 a second with the p50
+ * from 27.5 to 15 ms, took rule c's series of 20, 40, 60 and 60% seven
+ * seconds to reach 216 (issue 15).  0 when the series does not apply.
+ */
+static double fast_step(const struct agile_controller *n,
+                        const struct tick *t)
+{
+	double fast = t->r->knee_ramp - 1;
+
+	if (!(fast > 0) || !(n->baseline_ns > 0) || !(t->p50_before > 0) ||
+	    t->p50 > n->baseline_ns * (1 - AGILE_PROBE_FAST_FALL))
+		return 0;
+	if (t->last_step >= fast &&
+	    t->p50 <= t->p50_before * (1 + AGILE_PROBE_QUIET))
+		return fast;
+	if (!t->after_cut &&
+	    t->p50 <= t->p50_before * (1 - AGILE_PROBE_FAST_FALL) &&
+	    t->p50_before <= n->baseline_ns * (1 + AGILE_PROBE_QUIET))
+		return fast;
+	return 0;
 }
 
 double agile__rule_c_probe_step(const struct agile_controller *n,
@@ -452,6 +492,10 @@ double agile__rule_c_probe_step(const struct agile_controller *n,
 
 	if (back < 0)
 		return back;
+	double fast = fast_step(n, t);
+
+	if (fast > 0)
+		return fast;
 	/* It was used, and the p50 did not rise: go on. */
 	bool held_flat = last > 0 && flat &&
 	                 t->in->used >= t->used_before * (1 + last / 2);
@@ -659,10 +703,13 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 /* Rule c's series: increases in a row from the knee on. */
 void agile__rule_c_streak(struct agile_controller *n, const struct tick *t)
 {
-	if (n->last_action == AGILE_ACTION_INCREASE && t->at_knee)
+	n->last_step = 0;
+	if (n->last_action == AGILE_ACTION_INCREASE && t->at_knee) {
 		n->increase_streak = agile__inc_sat_i32(n->increase_streak);
-	else
+		n->last_step = t->step > 0 ? t->step : 0;
+	} else {
 		n->increase_streak = 0;
+	}
 }
 
 /*

@@ -40,7 +40,7 @@ static int failures;
 
 int main(void)
 {
-	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 9);
+	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 10);
 	EXPECT("magic length", strlen(AGILE_STATE_MAGIC), 8);
 
 	EXPECT("sizeof header", sizeof(struct agile_state_header), 256);
@@ -197,7 +197,7 @@ int main(void)
 	 * controller's doubles after the 208-byte resolved configuration, and
 	 * the bucket's times at 40 bytes from the limiter's end. */
 	OFF(agile_rate_limiter, loop.ctl, 208);
-	SIZE(agile_rate_limiter, loop.ctl, 248);
+	SIZE(agile_rate_limiter, loop.ctl, 256);
 	OFF(agile_controller, rate, 0);
 	OFF(agile_controller, used, 56);
 	EXPECT("bucket 40 bytes from the limiter's end",

@@ -827,11 +827,14 @@ START_TEST(controller_probe_at_knee)
 		ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
 		ck_assert_int_eq(c.increase_streak, i + 1);
 	}
+	/* Every grant of the last step answered, the p50 60% up: back to
+	 * 0.92 x what the tick delivered, which is more than the rate before
+	 * the step (rule c's step back keeps what the downstream delivers). */
 	c.baseline_ns = 30 * MS;
 	double rate = c.rate;
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(100, 40 * MS),
 	                                      rate, (uint64_t)rate),
-	                        rate / 1.6, 1e-9);
+	                        0.92 * (double)(uint64_t)rate, 1e-9);
 	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
 	ck_assert_int_eq(c.increase_streak, 0);
 	/* Before any knee is learned the whole range is probed that way. */
@@ -882,19 +885,21 @@ START_TEST(controller_probe_when_flat_above_the_baseline)
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(53, flat), rate,
 	                                      53), rate * 1.10, 1e-9);
 	ck_assert_int_eq(c.increase_streak, 3);
-	/* 18% slower than the tick before: a queue; the step is taken back. */
+	/* 18% slower than the tick before: a queue; the step is taken back,
+	 * to 0.92 x the 58 the tick delivered (more than the 53.1 before
+	 * the step). */
 	rate = c.rate;
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(58, 28 * MS),
-	                                      rate, 58), rate / 1.10, 1e-9);
+	                                      rate, 58), 0.92 * 58, 1e-9);
 	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
 	ck_assert_int_eq(c.increase_streak, 0);
 	ck_assert_int_eq(c.up_agree, 0);
 	/* What that tick delivered is the knee now (a cut's rule a), and
-	 * the patience starts over: rule b's ramp to 0.92 x 58, no try. */
+	 * the patience starts over: the rate holds at 0.92 x 58, no try. */
 	ck_assert_double_eq(c.knee_rate, 58);
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(53, 28 * MS),
 	                                      c.rate, 53), 0.92 * 58, 1e-9);
-	ck_assert_uint_eq(c.last_action, AGILE_ACTION_MULTIPLY);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_HOLD);
 	rate = c.rate;
 	ck_assert_double_eq(step_measured(&c, &r, samples(53, 28 * MS), rate,
 	                                  53), rate);
@@ -1420,6 +1425,7 @@ static void after_a_probe_step(struct agile_controller *c,
 	c->peak_knee = 80;
 	c->last_action = AGILE_ACTION_INCREASE;
 	c->increase_streak = 1;
+	c->last_step = 0.05;
 	c->p50_ns = 40 * MS;
 	c->used = 73;
 }
