@@ -90,6 +90,9 @@ struct agile_controller {
 	                             any load; 0 none */
 	double last_step;      /* rule c's step up from the knee the last
 	                          tick took, a share of the rate; 0 none */
+	uint32_t fast_series;  /* 1 while that step was rule c's fast
+	                          series' (a downstream faster than ever) */
+	uint32_t pad;
 };
 
 /* What the last control step did, for observability and tests. */

@@ -219,6 +219,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_double(&c->tail_series_load, n->tail_series_load);
 	agile__store_double(&c->tail_own, n->tail_own);
 	agile__store_double(&c->last_step, n->last_step);
+	agile__store_u32(&c->fast_series, n->fast_series);
 	agile__store_double(&c->paired_grants, n->paired_grants);
 	agile__store_double(&c->paired_answers, n->paired_answers);
 	agile__store_u32(&c->paired, n->paired);
@@ -382,7 +383,10 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 	/* Rule c's cold start does not wait for agreement either: nothing
 	 * is known yet to agree with, and each tick held is a tick of the
 	 * slow start's climb. */
-	bool eager = t->below_knee ||
+	bool faster = false;
+	double fast = n->cold_start ? 0 :
+	              agile__rule_c_fast_step(n, t, &faster);
+	bool eager = t->below_knee || fast > 0 ||
 	             (n->cold_start && r->probe_acceleration > 1);
 	if (!t->healthy || (n->up_agree < r->recover_ticks && !eager))
 		return;
@@ -399,6 +403,14 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 	            t->p50 <= r->recover_ramp * t->window)) {
 		t->next = t->rate * r->slow_start_gain;
 		n->last_action = AGILE_ACTION_MULTIPLY;
+	} else if (fast > 0) {
+		/* Rule c's fast series, at the knee or under it: the knee
+		 * is as stale as the baseline. */
+		t->next = t->rate * (1.0 + fast);
+		t->step = fast;
+		t->fast = true;
+		t->faster = faster;
+		n->last_action = AGILE_ACTION_INCREASE;
 	} else if (t->below_knee) {
 		t->next = agile__rule_b_ramp(t, t->knee_cap);
 		n->last_action = AGILE_ACTION_MULTIPLY;
@@ -498,7 +510,12 @@ static void step_clamp(struct agile_controller *n, const struct tick *t)
 /* Step 8: the slow baseline follows the tick's p50. */
 static void step_baseline(struct agile_controller *n, const struct tick *t)
 {
-	n->baseline_ns = update_baseline(n->baseline_ns, t->p50, t->r);
+	/* Rule c's fast series begins at a downstream faster than the
+	 * baseline knows: its p50 is the unloaded latency now. */
+	if (t->faster && n->last_action == AGILE_ACTION_INCREASE)
+		n->baseline_ns = t->p50;
+	else
+		n->baseline_ns = update_baseline(n->baseline_ns, t->p50, t->r);
 }
 
 double agile_controller_step(struct agile_controller *c,

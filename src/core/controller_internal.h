@@ -59,6 +59,8 @@ struct tick {
 	double peak_cap;    /* delivered_share x the peak knee, or 0 */
 	double last_step;   /* rule c's step the tick before, 0 if none */
 	double step;        /* rule c's step this tick, 0 if none */
+	bool fast;          /* that step is rule c's fast series' */
+	bool faster;        /* and begins it */
 	/* Step 6 and rule d. */
 	bool tail;
 	double inside;      /* the tick's share of answers inside the target */
@@ -75,6 +77,8 @@ bool agile__rule_b_below_peak(const struct agile_controller *n,
                               const struct tick *t);
 double agile__rule_c_take_back(const struct agile_controller *n,
                                const struct tick *t);
+double agile__rule_c_fast_step(const struct agile_controller *n,
+                               const struct tick *t, bool *start);
 double agile__rule_c_probe_step(const struct agile_controller *n,
                                 const struct tick *t);
 void agile__rule_d_own_share(struct tick *t);

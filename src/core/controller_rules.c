@@ -292,7 +292,8 @@ void agile__rules_region(const struct agile_controller *n, struct tick *t)
 	 * worked out again from the streak: the tick before's quiet band
 	 * was around a baseline that has moved since, and its fast series
 	 * leaves no trace in the streak. */
-	t->last_step = t->at_knee && t->after_step ? n->last_step : 0;
+	t->last_step = t->after_step && (t->at_knee || n->fast_series) ?
+	               n->last_step : 0;
 }
 
 /* Rule b's ramp: multiply by knee_ramp, capped at `cap` (the knee cap
@@ -446,33 +447,57 @@ double agile__rule_c_take_back(const struct agile_controller *n,
 }
 
 /*
- * Rule c's fast series: the p50 fell AGILE_PROBE_FAST_FALL under the
- * baseline in one tick, from a tick at the baseline, and not as a cut's
- * queue drained: the downstream answers faster than it ever did while the
- * baseline was learned, which a queue never explains, and its capacity
- * rose with it (a pool that grew, a neighbour gone).  Each step then
- * multiplies the rate by knee_ramp, as rule b does below the knee, while
- * the p50 stays that far under the baseline and flat; the first step that
- * queues is taken back (agile__rule_c_take_back) to what its tick
- * delivered.  A low start's recovery, 60 -> 240 a second with the p50
- * from 27.5 to 15 ms, took rule c's series of 20, 40, 60 and 60% seven
- * seconds to reach 216 (issue 15).  0 when the series does not apply.
+ * Rule c's fast series: the p50 fell AGILE_PROBE_FAST_FALL in one tick
+ * (from the tick before's p50, or from the baseline when that was lower:
+ * the tick before may have queued a step), to as far under the baseline,
+ * with the tick's p99 under the baseline too: the downstream answers
+ * faster than it ever did while the baseline was learned, and its
+ * capacity rose with it (a pool that grew, a neighbour gone).  Not a queue
+ * draining: its tick's first answers are the queue's, and its p99 is past
+ * the baseline (the stale baseline of a slow start that overshot, 49 -> 27
+ * ms, reads so).  The series' first step sets the baseline to that p50 at
+ * once (step_baseline): it is the downstream's unloaded latency now, and
+ * a baseline that falls with a half-life of seconds would read every p50
+ * that comes back from a probe's queue as another such fall.
+ *
+ * The first step multiplies the rate by knee_ramp, as rule b does below
+ * the knee; each after it is half the last, while the p50 stays within
+ * AGILE_PROBE_QUIET of that baseline and of the tick before's, down to
+ * up_step, where rule c's own series starts over: x2, x1.5, x1.25 ... is
+ * x4.5 in five ticks, and no step past the capacity is larger than the
+ * one before it (a doubling at 231 a second into 240, its p50 still
+ * unloaded, sent 463 and answered the tick after at 79 ms).  The first
+ * step that queues is taken back (agile__rule_c_take_back) to what its
+ * tick delivered.  A low start's recovery, 60 -> 240 a second with the
+ * p50 from 27.5 to 15 ms, took rule c's series of 20, 40, 60 and 60%
+ * seven seconds to reach 216 (issue 15).  0 when the series does not
+ * apply; *start says whether this step begins it.
  */
-static double fast_step(const struct agile_controller *n,
-                        const struct tick *t)
+double agile__rule_c_fast_step(const struct agile_controller *n,
+                               const struct tick *t, bool *start)
 {
 	double fast = t->r->knee_ramp - 1;
+	double b = n->baseline_ns;
 
-	if (!(fast > 0) || !(n->baseline_ns > 0) || !(t->p50_before > 0) ||
-	    t->p50 > n->baseline_ns * (1 - AGILE_PROBE_FAST_FALL))
+	*start = false;
+	if (!t->delivered_known || t->r->probe_acceleration <= 1 ||
+	    !(fast > 0) || !(b > 0) || !(t->p50_before > 0))
 		return 0;
-	if (t->last_step >= fast &&
-	    t->p50 <= t->p50_before * (1 + AGILE_PROBE_QUIET))
+	if (n->fast_series && t->last_step > 0) {
+		double next = t->last_step / 2;
+
+		if (next >= t->r->up_step &&
+		    t->p50 <= b * (1 + AGILE_PROBE_QUIET) &&
+		    t->p50 <= t->p50_before * (1 + AGILE_PROBE_QUIET))
+			return next;
+		return 0;
+	}
+	double from = t->p50_before < b ? t->p50_before : b;
+
+	if (t->p50 <= from * (1 - AGILE_PROBE_FAST_FALL) && t->p99 <= b) {
+		*start = true;
 		return fast;
-	if (!t->after_cut &&
-	    t->p50 <= t->p50_before * (1 - AGILE_PROBE_FAST_FALL) &&
-	    t->p50_before <= n->baseline_ns * (1 + AGILE_PROBE_QUIET))
-		return fast;
+	}
 	return 0;
 }
 
@@ -492,10 +517,6 @@ double agile__rule_c_probe_step(const struct agile_controller *n,
 
 	if (back < 0)
 		return back;
-	double fast = fast_step(n, t);
-
-	if (fast > 0)
-		return fast;
 	/* It was used, and the p50 did not rise: go on. */
 	bool held_flat = last > 0 && flat &&
 	                 t->in->used >= t->used_before * (1 + last / 2);
@@ -704,9 +725,17 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 void agile__rule_c_streak(struct agile_controller *n, const struct tick *t)
 {
 	n->last_step = 0;
-	if (n->last_action == AGILE_ACTION_INCREASE && t->at_knee) {
+	n->fast_series = 0;
+	if (n->last_action == AGILE_ACTION_INCREASE &&
+	    (t->at_knee || t->fast)) {
 		n->increase_streak = agile__inc_sat_i32(n->increase_streak);
 		n->last_step = t->step > 0 ? t->step : 0;
+		/* The fast series is not rule c's own: that one starts over
+		 * from up_step after it. */
+		if (t->fast && n->last_step > 0) {
+			n->fast_series = 1;
+			n->increase_streak = 0;
+		}
 	} else {
 		n->increase_streak = 0;
 	}

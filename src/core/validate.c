@@ -284,6 +284,7 @@ int agile_controller_validate(const struct agile_controller *c,
 		{ "controller.cut_from_used", agile__load_u32(&c->cut_from_used) },
 		{ "controller.cut_ended_cold",
 		  agile__load_u32(&c->cut_ended_cold) },
+		{ "controller.fast_series", agile__load_u32(&c->fast_series) },
 	};
 	const struct {
 		const char *field;

@@ -197,7 +197,7 @@ int main(void)
 	 * controller's doubles after the 208-byte resolved configuration, and
 	 * the bucket's times at 40 bytes from the limiter's end. */
 	OFF(agile_rate_limiter, loop.ctl, 208);
-	SIZE(agile_rate_limiter, loop.ctl, 256);
+	SIZE(agile_rate_limiter, loop.ctl, 264);
 	OFF(agile_controller, rate, 0);
 	OFF(agile_controller, used, 56);
 	EXPECT("bucket 40 bytes from the limiter's end",
