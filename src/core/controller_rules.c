@@ -68,7 +68,14 @@
  *     each step is used and leaves the p50 flat, at most
  *     AGILE_PROBE_FLAT_STEPS up_steps a tick: a capacity that fell may
  *     answer slower unloaded than the baseline learned, which no queue
- *     explains, and only a step shows which it is.
+ *     explains, and only a step shows which it is.  A step taken back
+ *     returns to the rate before it, or to delivered_share x what its tick
+ *     delivered when that is more.  Its fast series: a tick whose p50 fell
+ *     AGILE_PROBE_FAST_FALL, to as far under the baseline, its p99 under
+ *     the baseline too, is a downstream faster than ever learned: the
+ *     baseline takes that p50, and the rate doubles (knee_ramp), at the
+ *     knee or under it (that knee is as stale), each step after it half
+ *     the last while the p50 stays put (agile__rule_c_fast_step).
  *  d. Goodput cut (goodput_cut).  The guard's cut is sized by the tick's own
  *     answers: a tick whose own share past the tail target is within the
  *     tolerance does not cut on the smoothing's memory, and a second cut in

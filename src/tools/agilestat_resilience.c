@@ -398,15 +398,25 @@ void agilestat_resilience_json(const struct agile_state_slot *s)
 		       ",\"idle_evictions\":%llu,\"capacity_evictions\":%llu}",
 		       ULL(r.keys_held), ULL(r.key_refused), ULL(r.key_idle),
 		       ULL(r.key_capacity));
-	if (r.features & AGILE_FEATURE_INBOUND)
+	if (r.features & AGILE_FEATURE_INBOUND) {
+		/* The share the guard tolerates as the server's own tail
+		 * (the text view's "SLO BELOW THE SERVER'S OWN TAIL"); 0
+		 * none, and a value no rule could set reads as none. */
+		double own;
+
+		__atomic_load(&s->resilience.core.loop.ctl.tail_own, &own,
+		              __ATOMIC_ACQUIRE);
+		if (!(own > 0 && own <= 1))
+			own = 0;
 		printf(",\"listener\":{\"accepted\":%llu,\"shed\":%llu"
 		       ",\"shed_cpu\":%llu,\"limit\":%lld,\"open\":%lld"
 		       ",\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"samples_total\":%llu"
-		       ",\"action\":\"%s\"}", ULL(r.accepted), ULL(r.shed),
-		       ULL(r.shed_cpu), (long long)r.conc_limit,
+		       ",\"action\":\"%s\",\"tail_own\":%.3f}", ULL(r.accepted),
+		       ULL(r.shed), ULL(r.shed_cpu), (long long)r.conc_limit,
 		       (long long)r.conc_held, r.core.p50_ns / 1e6,
 		       r.core.p99_ns / 1e6, ULL(r.core.totals.samples),
-		       agile_action_name(r.core.last_action));
+		       agile_action_name(r.core.last_action), own);
+	}
 	if (r.features & AGILE_FEATURE_CLIENTS)
 		printf(",\"clients\":{\"held\":%llu,\"bound\":%llu"
 		       ",\"allowed\":%llu,\"refused\":%llu"

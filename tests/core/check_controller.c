@@ -1408,6 +1408,75 @@ START_TEST(controller_knee_not_the_rate_in_force)
 END_TEST
 
 /*
+ * Rule c's fast series (issue 15, the closed loop's low start: capacity
+ * 60 -> 240 a second, the p50 from 27.5 to 15 ms).  At its knee of 60,
+ * the p50 at the 27.5 ms baseline, a tick answers every request in 14.6
+ * ms: the rate doubles at once and the baseline is that p50; while the
+ * p50 stays there each step is half the last, x1.5, x1.25, x1.125; the
+ * step that queues (p50 45 ms, 240 answered of 244.7) is taken back to
+ * 0.92 x the 240 delivered, above the 217.5 before it.  Rule c alone
+ * stepped 5, 10, 20, 40% from there, and every step taken back returned
+ * to the rate before it.
+ */
+START_TEST(controller_fast_series_after_a_low_start)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+	double p50 = (double)agile_hist_quantile(samples(58, 14.6 * MS), 0.5);
+
+	warm(&c, &r, 58);
+	c.baseline_ns = 27.5 * MS;
+	c.knee_rate = 60;
+	c.peak_knee = 60;
+	c.p50_ns = 27.5 * MS;
+	c.used = 58;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(58, 14.6 * MS),
+	                                      58, 58), 116, 1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_INCREASE);
+	ck_assert_uint_eq(c.fast_series, 1);
+	ck_assert_double_eq(c.baseline_ns, p50);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(116, 14.6 * MS),
+	                                      116, 116), 174, 1e-9);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(174, 14.6 * MS),
+	                                      174, 174), 217.5, 1e-9);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(217, 14.6 * MS),
+	                                      217.5, 217), 217.5 * 1.125, 1e-9);
+	ck_assert_uint_eq(c.fast_series, 1);
+	ck_assert_int_eq(c.increase_streak, 0);
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(240, 45 * MS),
+	                                      217.5 * 1.125, 240), 0.92 * 240,
+	                        1e-9);
+	ck_assert_uint_eq(c.last_action, AGILE_ACTION_DECREASE);
+	ck_assert_uint_eq(c.fast_series, 0);
+}
+END_TEST
+
+/*
+ * Not the fast series: a queue draining.  A slow start that overshot left
+ * a baseline of 45 ms; the tick after its cut reads most answers at 27 ms,
+ * a quarter under it, but its first at 49 ms (the queue's), so its p99 is
+ * past the baseline: no doubling (rule b's climb to 0.92 x the knee at
+ * most), and the baseline falls at its half-life.
+ */
+START_TEST(controller_fast_series_not_a_queue_draining)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 52.5);
+	c.baseline_ns = 45 * MS;
+	c.knee_rate = 60;
+	c.peak_knee = 60;
+	c.p50_ns = 49 * MS;
+	c.used = 52;
+	step_measured(&c, &r, samples2(47, 27 * MS, 6, 49 * MS), 52.5, 53);
+	ck_assert_uint_eq(c.fast_series, 0);
+	ck_assert_double_le(c.rate, 0.92 * 60 + 1e-9);
+	ck_assert_double_gt(c.baseline_ns, 40 * MS);
+}
+END_TEST
+
+/*
  * Rule c's step back on a congested tick.  At the knee (80, so from 73.6
  * up), with the p50 flat at 40 ms against a 30 ms baseline, rule c stepped
  * 73.3 -> 77 (up_step, past the quiet band); the tick after reads a p50 of
@@ -1830,6 +1899,8 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_knee_ramp_returns_without_agreement);
 	tcase_add_test(tc, controller_probe_at_knee);
 	tcase_add_test(tc, controller_probe_when_flat_above_the_baseline);
+	tcase_add_test(tc, controller_fast_series_after_a_low_start);
+	tcase_add_test(tc, controller_fast_series_not_a_queue_draining);
 	tcase_add_test(tc, controller_probe_flat_needs_the_step_used);
 	tcase_add_test(tc, controller_peak_knee_ramp);
 	tcase_add_test(tc, controller_goodput_cut);

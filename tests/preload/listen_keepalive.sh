@@ -98,3 +98,5 @@ check "v[0] == $shed" "agilestat counts the shed requests" \
 	"$(stat_json web 'd["listener"]["shed"]')"
 check "v[0] == 0" "no permit is held once the responses are complete" \
 	"$open_now"
+check "v[0] == 0" "agilestat --json reads no tail of the server's own" \
+	"$(stat_json web 'd["listener"]["tail_own"]')"
