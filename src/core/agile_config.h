@@ -212,10 +212,14 @@ struct agile_config {
                                      before's (5% is within the matrix's
                                      noise at a knee, and learned knees too
                                      low) */
-#define AGILE_TAKE_BACK_TAIL 0.25 /* rule c's step back stands in for
+#define AGILE_TAKE_BACK_TAIL 0.5 /* rule c's step back stands in for
                                      the tail guard's cut while at most
                                      this share of the tick's answers is
-                                     past the tail target */
+                                     past the tail target (the p50 inside
+                                     it: the step's own queue, which the
+                                     step back drains; at 0.25 wrk's try
+                                     77 -> 85 into 80, its p50 at 49 ms,
+                                     was cut 30% to 59.5) */
 #define AGILE_PEAK_HALF_LIFE_S 60 /* rule b climbs back toward the
                                      highest knee while the p50 is quiet;
                                      the gap to the knee halves in this

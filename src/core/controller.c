@@ -511,8 +511,16 @@ static void step_clamp(struct agile_controller *n, const struct tick *t)
 static void step_baseline(struct agile_controller *n, const struct tick *t)
 {
 	/* Rule c's fast series begins at a downstream faster than the
-	 * baseline knows: its p50 is the unloaded latency now. */
-	if (t->faster && n->last_action == AGILE_ACTION_INCREASE)
+	 * baseline knows: its p50 is the unloaded latency now.  So is the
+	 * p50 of any tick whose p99 is under the baseline (the delivered
+	 * rules only): every answer it saw was faster than the latency the
+	 * baseline says is unloaded.  A slow start that overshot leaves a
+	 * baseline its queue inflated (49 ms where the downstream answers
+	 * in 27.5), and with a half-life of 5 s rule c read p50s 40% over
+	 * the unloaded latency as quiet for ten seconds, and stepped 20%
+	 * at a time past its knee (issue 15, the closed loop's low start). */
+	if ((t->faster && n->last_action == AGILE_ACTION_INCREASE) ||
+	    (t->measured && t->p99 > 0 && t->p99 < n->baseline_ns))
 		n->baseline_ns = t->p50;
 	else
 		n->baseline_ns = update_baseline(n->baseline_ns, t->p50, t->r);

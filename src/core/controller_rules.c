@@ -440,13 +440,27 @@ double agile__rule_c_take_back(const struct agile_controller *n,
 	 * queued, but its tick's answers say what the downstream delivers
 	 * flat out.  The steps after a low start's recovery, 173 -> 277
 	 * into 240 a second, were taken back to 173, and the tick after it
-	 * sent 178 with 240 on offer (issue 15).  A tick that delivered
+	 * sent 178 with 240 on offer (issue 15).  But the lower of the two
+	 * when the p50 is past the window (below).  A tick that delivered
 	 * that share of its rate or more is not one whose step queued: no
 	 * step back, and the guard judges it. */
 	double rate_before = t->rate / (1.0 + last);
 	double keep = t->r->delivered_share * t->delivered;
 
-	if (!t->delivered_known || keep < rate_before)
+	if (!t->delivered_known)
+		return rate_before / t->rate - 1.0;
+	/* A p50 past the window is a queue, which the rate before the step,
+	 * close under the capacity, drains slowly: under delivered_share x
+	 * what was delivered it drains at the share's rate at least.  No
+	 * lower than the guard's full step from the rate would go: a tick
+	 * of an event loop can hold few of its answers. */
+	if (t->p50 > t->window) {
+		double most = t->rate * (1.0 - t->r->down_step);
+		double back = keep < rate_before ? keep : rate_before;
+
+		return (back > most ? back : most) / t->rate - 1.0;
+	}
+	if (keep <= rate_before)
 		return rate_before / t->rate - 1.0;
 	if (keep >= t->rate)
 		return 0;
