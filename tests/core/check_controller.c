@@ -1477,6 +1477,36 @@ START_TEST(controller_fast_series_not_a_queue_draining)
 END_TEST
 
 /*
+ * The baseline a slow start's overshoot inflated: 45 ms where every answer
+ * of the tick now takes 27 ms.  With the delivered rules on, a tick whose
+ * p99 is under the baseline sets it to its p50 at once; the seed's law
+ * (no delivered rules) moves it at the 5 s half-life as before.
+ */
+START_TEST(controller_baseline_takes_a_tick_faster_than_it)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_resolved seed = resolved(slo_config(AGILE_PRESET_SEED));
+	struct agile_controller c;
+	double p50 = (double)agile_hist_quantile(samples(50, 27 * MS), 0.5);
+
+	warm(&c, &r, 52.5);
+	c.baseline_ns = 45 * MS;
+	c.knee_rate = 60;
+	c.p50_ns = 27 * MS;
+	step_measured(&c, &r, samples(50, 27 * MS), 52.5, 50);
+	ck_assert_double_eq(c.baseline_ns, p50);
+
+	warm(&c, &seed, 52.5);
+	c.baseline_ns = 45 * MS;
+	c.p50_ns = 27 * MS;
+	step_measured(&c, &seed, samples(50, 27 * MS), 52.5, 50);
+	double alpha = 1 - exp2(-1.0 / 5.0);
+	ck_assert_double_eq_tol(c.baseline_ns,
+	                        45 * MS + alpha * (p50 - 45 * MS), 1e-6);
+}
+END_TEST
+
+/*
  * Rule c's step back on a congested tick.  At the knee (80, so from 73.6
  * up), with the p50 flat at 40 ms against a 30 ms baseline, rule c stepped
  * 73.3 -> 77 (up_step, past the quiet band); the tick after reads a p50 of
@@ -1903,6 +1933,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_probe_when_flat_above_the_baseline);
 	tcase_add_test(tc, controller_fast_series_after_a_low_start);
 	tcase_add_test(tc, controller_fast_series_not_a_queue_draining);
+	tcase_add_test(tc, controller_baseline_takes_a_tick_faster_than_it);
 	tcase_add_test(tc, controller_probe_flat_needs_the_step_used);
 	tcase_add_test(tc, controller_peak_knee_ramp);
 	tcase_add_test(tc, controller_goodput_cut);
