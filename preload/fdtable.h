@@ -121,6 +121,9 @@ struct agile_fd {
 	uint8_t flags;            /* AGILE_FD_* */
 	int32_t dest;             /* rule index of the destination */
 	int64_t grant_ns;         /* planned time of an unwaited grant, 0 none */
+	int64_t grant_interval_ns; /* the bucket's spacing when grant_ns was
+	                              planned (its wait moves it closer by a
+	                              rise since), 0 unknown */
 	int64_t request_start_ns; /* when the request in flight was sent */
 	int64_t response_ns;      /* when its response became readable, seen
 	                             while the sending thread waited for another

@@ -115,6 +115,8 @@ void agile__track_dup(int oldfd, int newfd)
 		            (uint8_t)~AGILE_FD_STDIO;
 		agile__resilience_dup(from, to);
 		to->request = load8(&from->request);
+		to->grant_interval_ns = __atomic_load_n(&from->grant_interval_ns,
+		                                        __ATOMIC_RELAXED);
 		to->grant_ns = __atomic_exchange_n(&from->grant_ns, 0,
 		                                   __ATOMIC_ACQ_REL);
 		to->request_start_ns = __atomic_exchange_n(

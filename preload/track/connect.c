@@ -165,8 +165,7 @@ static struct agile_fd *begin_connection(int fd, int dest,
 	agile__tls_reset(&t->tls);
 	__atomic_store_n(&t->tls_start_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&t->tls_end_ns, 0, __ATOMIC_RELAXED);
-	__atomic_store_n(&t->grant_ns, agile__destinations_take(dest, s, now),
-	                 __ATOMIC_RELEASE);
+	agile__track_plan_grant(t, agile__destinations_take(dest, s, now));
 	store8(&t->tracked, 1);
 	agile__add_u64(&s->connects, 1);
 	agile__destinations_tick(dest, s, now);

@@ -87,9 +87,8 @@ static uint8_t h2_send(struct agile_fd *t, struct agile_state_slot *s,
 	/* AGILE_REQ_FREE under pace=request: a TLS handshake answered,
 	 * whose connection's grant its first request rides on (track.h). */
 	if (request != AGILE_REQ_GRANTED && request != AGILE_REQ_FREE)
-		__atomic_store_n(&t->grant_ns,
-		                 agile__destinations_take(t->dest, s, now),
-		                 __ATOMIC_RELEASE);
+		agile__track_plan_grant(t, agile__destinations_take(t->dest,
+		                                                    s, now));
 	if (plan->opens == 1)
 		return AGILE_REQ_GRANTED;
 	if (count > AGILE_SEND_CUT_IOV_MAX) {
@@ -98,7 +97,7 @@ static uint8_t h2_send(struct agile_fd *t, struct agile_state_slot *s,
 
 		for (uint32_t i = 1; i < plan->opens; i++)
 			last = agile__destinations_take(t->dest, s, now);
-		__atomic_store_n(&t->grant_ns, last, __ATOMIC_RELEASE);
+		agile__track_plan_grant(t, last);
 		return AGILE_REQ_GRANTED;
 	}
 	first = __atomic_load_n(&t->grant_ns, __ATOMIC_ACQUIRE);
@@ -204,10 +203,8 @@ int64_t agile__track_send_before(struct agile_fd *t, const struct iovec *iov,
 		                                AGILE_REQ_GRANTED, false,
 		                                __ATOMIC_ACQ_REL,
 		                                __ATOMIC_ACQUIRE))
-			__atomic_store_n(&t->grant_ns,
-			                 agile__destinations_take(t->dest, s,
-			                                          now),
-			                 __ATOMIC_RELEASE);
+			agile__track_plan_grant(
+				t, agile__destinations_take(t->dest, s, now));
 		now = agile__track_settle_grant(t, now, true, &interrupted);
 		break;
 	}
@@ -219,7 +216,7 @@ int64_t agile__track_send_before(struct agile_fd *t, const struct iovec *iov,
 	}
 	/* The grant h2_send took for the next stream, not due yet. */
 	if (pending != 0)
-		__atomic_store_n(&t->grant_ns, pending, __ATOMIC_RELEASE);
+		agile__track_plan_grant(t, pending);
 	agile__destinations_tick(t->dest, s, now);
 	agile__leave();
 	errno = saved;

@@ -91,7 +91,12 @@ int64_t agile__track_settle_grant(struct agile_fd *t, int64_t now,
 			int64_t none = 0;
 
 			/* Not over a grant another thread planned on the
-			 * socket meanwhile. */
+			 * socket meanwhile.  The wait moved it by the rises
+			 * so far: the spacing now is the one it is at. */
+			__atomic_store_n(&t->grant_interval_ns,
+			                 agile_bucket_interval_ns(
+			                         &slot_of(t)->limiter.bucket),
+			                 __ATOMIC_RELAXED);
 			__atomic_compare_exchange_n(&t->grant_ns, &none,
 			                            planned, false,
 			                            __ATOMIC_ACQ_REL,

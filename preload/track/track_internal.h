@@ -36,6 +36,24 @@ static inline struct agile_state_slot *slot_of(const struct agile_fd *t)
 	return agile__destinations_slot(t->dest);
 }
 
+/*
+ * Plan the socket's grant: `planned` came from a take on its slot's bucket
+ * now.  The spacing it was planned at goes with it, so that the wait, however
+ * much later it begins, moves it closer by every rise since
+ * (agile__track_wait_grant).  ab -c 32 takes its 32 grants at its connects:
+ * at the floor of 1 a second they reach 32 s ahead, and a wait that began
+ * after the rise read the new spacing as the one they were planned at, so
+ * ab kept sending one request a second with 164 on offer (issue 15, the
+ * closed loop's slo-bump).
+ */
+static inline void agile__track_plan_grant(struct agile_fd *t, int64_t planned)
+{
+	__atomic_store_n(&t->grant_interval_ns,
+	                 agile__load_i64(&slot_of(t)->limiter.bucket.interval_ns),
+	                 __ATOMIC_RELAXED);
+	__atomic_store_n(&t->grant_ns, planned, __ATOMIC_RELEASE);
+}
+
 static inline uint8_t load8(const uint8_t *p)
 {
 	return __atomic_load_n(p, __ATOMIC_ACQUIRE);

@@ -456,7 +456,11 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 			sigdelset(&block, sig);
 	if (pthread_sigmask(SIG_BLOCK, &block, &during) != 0)
 		return agile__track_wait_on(*planned, fd);
-	ref = agile_bucket_interval_ns(b);
+	/* The spacing the grant was planned at: a rise between its take and
+	 * this wait moves it at the first wake. */
+	ref = __atomic_load_n(&t->grant_interval_ns, __ATOMIC_RELAXED);
+	if (ref <= 0)
+		ref = agile_bucket_interval_ns(b);
 	keep = agile__destination[t->dest].config.tick_ns;
 	for (;;) {
 		int64_t until = *planned;

@@ -144,7 +144,9 @@ struct agile_fleet_record {
 	/* 576: the fallback budget */
 	struct agile_bucket fallback_bucket;
 	double fallback_rate;         /* its rate, req/s */
-	uint64_t reserved1[3];
+	uint64_t reserved1[2];        /* the bucket's rise_ns took a third
+	                                 (a zero an older file left there
+	                                 reads as a rise long ago) */
 	/* 640: counters */
 	uint64_t admits;              /* calls admitted, every path */
 	uint64_t fallback_admits;     /* of them, from the fallback bucket */

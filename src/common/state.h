@@ -88,6 +88,8 @@
  * and tail_own (a listener's tail that is not its load's).
  * Version 10 appended the controller's last_step (rule c's step, which
  * its step back undoes exactly, and its fast series).
+ * Version 11 appended the bucket's rise_ns (the tick a rise keeps, which a
+ * waiter's grant planned before it moves past).
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H
@@ -101,7 +103,7 @@
 #include "resilience.h"
 
 #define AGILE_STATE_MAGIC "AGILEST1"
-#define AGILE_STATE_VERSION 10
+#define AGILE_STATE_VERSION 11
 #define AGILE_STATE_SLOTS 64
 #define AGILE_STATE_RING 120
 #define AGILE_STATE_PIDS 16

@@ -25,6 +25,9 @@ struct agile_bucket {
 	int64_t interval_ns;     /* current spacing, 1e9 / rate */
 	int64_t min_interval_ns; /* spacing at the ceiling; never undercut */
 	uint64_t grants;         /* grants planned since init */
+	int64_t rise_ns;         /* when a rise last moved the planned grants
+	                            (agile_bucket_retime); AGILE__NEVER_NS
+	                            never */
 };
 
 /* Start at `rate` (clamped to the ceiling `max_rate`); -EINVAL if either
@@ -47,11 +50,17 @@ void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns,
                          int64_t keep_ns);
 /*
  * A waiter's planned grant after the rate rose: planned_ns was spaced at
- * the interval *ref_ns, so its distance beyond now_ns + keep_ns shrinks by
- * the current interval over that one; *ref_ns becomes the current
- * interval.  A waiter that asks later than the retime moved the bucket
- * keeps a grant a little later than the bucket's, never earlier, so the
- * spacing never falls below the new interval.
+ * the interval *ref_ns, so its distance beyond the next tick of the last
+ * rise (rise_ns + keep_ns, but not before now_ns nor after now_ns +
+ * keep_ns) shrinks by the current interval over that one; *ref_ns becomes
+ * the current interval.  A waiter that asks later than the retime moved
+ * the bucket keeps a grant a little later than the bucket's, never
+ * earlier, so the spacing never falls below the new interval.  The tick
+ * kept is the rise's, not the one after the ask: an event loop waits for
+ * its sockets' grants one after another, and each, planned a second after
+ * the last at 1 req/s, was inside the tick after its own ask, so none
+ * moved and the loop went on at 1 req/s through 32 grants planned before
+ * the rise (ab -c 32 after an SLO break, issue 15).
  */
 int64_t agile_bucket_replan(const struct agile_bucket *b, int64_t planned_ns,
                             int64_t *ref_ns, int64_t now_ns, int64_t keep_ns);

@@ -133,6 +133,7 @@ int agile_bucket_init(struct agile_bucket *b, double rate, double max_rate)
 	                 agile__bucket_interval(rate, min_interval_ns));
 	agile__store_i64(&b->last_ns, AGILE__NEVER_NS);
 	agile__store_u64(&b->grants, 0);
+	agile__store_i64(&b->rise_ns, AGILE__NEVER_NS);
 	return 0;
 }
 
@@ -158,6 +159,8 @@ void agile_bucket_retime(struct agile_bucket *b, double rate, int64_t now_ns,
 
 	agile_bucket_set_rate(b, rate);
 	after = interval_of(b);
+	if (after < before)
+		agile__store_i64(&b->rise_ns, now_ns);
 	/* A take that lands between the store above and this CAS planned its
 	 * grant at the new spacing already; moving it too only brings it a
 	 * little closer to the grant before it, never under the new spacing
@@ -179,8 +182,17 @@ int64_t agile_bucket_replan(const struct agile_bucket *b, int64_t planned_ns,
 	*ref_ns = current;
 	if (ref <= 0)
 		return planned_ns;
-	return moved_closer(planned_ns, moved_from(now_ns, keep_ns), current,
-	                    ref);
+	/* Any rise_ns, whatever wrote it, keeps `from` within [now_ns, the
+	 * next tick's end]. */
+	int64_t from = moved_from(now_ns, keep_ns);
+	int64_t rise = agile__load_i64(&b->rise_ns);
+	if (rise > AGILE__NEVER_NS) {
+		int64_t kept = moved_from(rise, keep_ns);
+
+		if (kept < from)
+			from = kept > now_ns ? kept : now_ns;
+	}
+	return moved_closer(planned_ns, from, current, ref);
 }
 
 double agile_bucket_rate(const struct agile_bucket *b)

@@ -40,7 +40,7 @@ static int failures;
 
 int main(void)
 {
-	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 10);
+	EXPECT("AGILE_STATE_VERSION", AGILE_STATE_VERSION, 11);
 	EXPECT("magic length", strlen(AGILE_STATE_MAGIC), 8);
 
 	EXPECT("sizeof header", sizeof(struct agile_state_header), 256);
@@ -202,10 +202,11 @@ int main(void)
 	OFF(agile_controller, used, 56);
 	EXPECT("bucket 40 bytes from the limiter's end",
 	       sizeof(struct agile_rate_limiter) -
-	       offsetof(struct agile_rate_limiter, bucket), 40);
+	       offsetof(struct agile_rate_limiter, bucket), 48);
 	OFF(agile_bucket, last_ns, 0);
 	OFF(agile_bucket, interval_ns, 8);
 	OFF(agile_bucket, min_interval_ns, 16);
+	OFF(agile_bucket, rise_ns, 32);
 	EXPECT("file size", AGILE_STATE_SIZE,
 	       256 + 64 * sizeof(struct agile_state_slot));
 

@@ -194,6 +194,45 @@ START_TEST(bucket_retime_keeps_the_next_tick)
 }
 END_TEST
 
+/*
+ * An event loop waits for its sockets' grants one after another: 32 taken
+ * at 1 req/s, 0 to 31 s, and the rate rises to 100 at 0.5 s.  The grant at
+ * 1 s is inside the rise's tick and keeps its time; the loop asks for the
+ * one at 2 s when that wait ends, at 1 s, and it is no longer inside the
+ * tick after that ask (1 to 2 s) but past the rise's (to 1.5 s): it moves
+ * to 1.505 s, and the next, asked then, to 1.52.  Kept from each ask
+ * instead, each grant was a tick after the last wait's end and none
+ * moved: the loop went on at 1 req/s (ab -c 32 after an SLO break, issue
+ * 15).  A rise long before the ask keeps nothing past now.
+ */
+START_TEST(bucket_replan_keeps_the_tick_of_the_rise)
+{
+	struct agile_bucket b;
+	int64_t ref = S;
+
+	ck_assert_int_eq(agile_bucket_init(&b, 1, 1000), 0);
+	for (int i = 0; i < 32; i++)
+		(void)agile_bucket_take(&b, 0);
+	agile_bucket_retime(&b, 100, 500 * MS, S);
+	ck_assert_int_eq(b.rise_ns, 500 * MS);
+	ck_assert_int_eq(agile_bucket_replan(&b, S, &ref, 500 * MS, S), S);
+	ref = S;
+	ck_assert_int_eq(agile_bucket_replan(&b, 2 * S, &ref, S, S),
+	                 1505 * MS);
+	ref = S;
+	ck_assert_int_eq(agile_bucket_replan(&b, 3 * S, &ref, 1505 * MS, S),
+	                 1519950 * 1000);
+	/* Asked 10 s after the rise: from now. */
+	ref = S;
+	ck_assert_int_eq(agile_bucket_replan(&b, 31 * S, &ref, 10 * S, S),
+	                 10 * S + 210 * MS);
+	/* A fall records no rise, and a fresh bucket none. */
+	ck_assert_int_eq(agile_bucket_init(&b, 100, 1000), 0);
+	agile_bucket_retime(&b, 10, 0, S);
+	ck_assert_int_eq(b.rise_ns, INT64_MIN / 2);
+}
+END_TEST
+
 /* A fall leaves the planned grants where they were promised; the next
  * grant is spaced at the new interval after the last of them. */
 START_TEST(bucket_retime_fall_keeps_planned_grants)
@@ -534,6 +573,7 @@ Suite *bucket_suite(void)
 	tcase_add_test(take, bucket_slot_is_now_when_late);
 	tcase_add_test(take, bucket_rate_change_affects_next_grant);
 	tcase_add_test(take, bucket_retime_moves_planned_grants_closer);
+	tcase_add_test(take, bucket_replan_keeps_the_tick_of_the_rise);
 	tcase_add_test(take, bucket_retime_fall_keeps_planned_grants);
 	tcase_add_test(take, bucket_retime_keeps_the_next_tick);
 	tcase_add_test(take, bucket_retime_holds_the_ceiling);
