@@ -427,7 +427,9 @@ static bool wait_on(int64_t planned, int interruptible_fd,
  * to read, could not raise it further (32 Python threads at 1 req/s held
  * grants up to 32 s ahead, issue 15).  The bucket moves the grants it
  * planned at each rise (agile_bucket_retime); each waiter moves its own
- * (agile_bucket_replan) when it wakes, at most this late.
+ * (agile_bucket_replan) as its wait begins, by every rise since its grant
+ * was planned (agile__track_plan_grant), and then when it wakes, at most
+ * this late after a rise.
  */
 #define GRANT_RECHECK_NS (100 * AGILE_NS_PER_MS)
 
@@ -463,6 +465,12 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 		ref = agile_bucket_interval_ns(b);
 	keep = agile__destination[t->dest].config.tick_ns;
 	for (;;) {
+		/* Before the first sleep too: an event loop's waits come one
+		 * after another, and 100 ms each before a rise moved them
+		 * would be 3 s for 32 grants. */
+		*planned = agile_bucket_replan(b, *planned, &ref, now, keep);
+		if (now >= *planned)
+			break;
 		int64_t until = *planned;
 
 		if (until - now > GRANT_RECHECK_NS)
@@ -472,9 +480,6 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 			break;
 		}
 		now = agile__now_ns();
-		if (now >= *planned)
-			break;
-		*planned = agile_bucket_replan(b, *planned, &ref, now, keep);
 	}
 	pthread_sigmask(SIG_SETMASK, &during, NULL);
 	return early;

@@ -373,7 +373,7 @@ static void step_proportional(struct agile_controller *n, struct tick *t)
 		n->last_action = AGILE_ACTION_DECREASE;
 		return;
 	}
-	/* Nor rule b's return after an SLO break. */
+	/* Nor rule b's return after an SLO break or an outage. */
 	double after_break = agile__rule_b_after_break(n, t);
 	if (after_break > 0) {
 		t->next = after_break;
@@ -539,6 +539,7 @@ double agile_controller_step(struct agile_controller *c,
 	t.after_cut = n.last_action == AGILE_ACTION_DECREASE ||
 	              n.last_action == AGILE_ACTION_TAIL;
 	t.after_step = n.last_action == AGILE_ACTION_INCREASE;
+	t.after_outage = n.last_action == AGILE_ACTION_OUTAGE;
 	t.used_before = n.used;
 	n.rate = t.rate;
 	n.probe_mode = agile__load_u32(&c->probe_mode);

@@ -29,6 +29,7 @@ struct tick {
 	bool cold;          /* the tick ran in cold start (the step may end it) */
 	bool after_cut;     /* the tick before cut (rule d) */
 	bool after_step;    /* the tick before stepped up at the knee (rule c) */
+	bool after_outage;  /* the tick before was an outage (step 1) */
 	bool took_back;     /* this tick takes that step back (rule c) */
 	double used_before; /* what the tick before used (rule c) */
 	double p50_before;  /* the tick before's p50, 0 if blind (rule d) */

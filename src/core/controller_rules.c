@@ -52,7 +52,8 @@
  *     delivered_share x the peak knee: a capacity that dipped is back.
  *     After an SLO break (rule d) the first healthy tick goes to
  *     delivered_share x the knee at once, the peak knee once the break
- *     has lasted AGILE_BREAK_TICKS (agile__rule_b_after_break).
+ *     has lasted AGILE_BREAK_TICKS, and so does the first healthy tick
+ *     after an outage (agile__rule_b_after_break).
  *  c. Probing at the knee (probe_acceleration).  From delivered_share x knee
  *     up (anywhere before a knee is known), a healthy tick steps up only
  *     while its p50 sits within AGILE_PROBE_QUIET (5%) of the baseline,
@@ -329,6 +330,22 @@ double agile__rule_b_ramp(const struct tick *t, double cap)
 double agile__rule_b_after_break(const struct agile_controller *n,
                                  const struct tick *t)
 {
+	/* After an outage (step 1) too: the first healthy tick after the
+	 * ticks whose calls were refused.  Those cut the rate by down_step
+	 * each, to the probe rate, and taught the knee nothing: the calls
+	 * never reached the downstream.  The knee from before is what a
+	 * downstream that restarted delivered then, and the next tick cuts
+	 * if it delivers less now.  Doubling from what five refusing ticks
+	 * left took the closed loop's refusing schedule three ticks back to
+	 * 200 (wrk: 25, 50, 100, 185), about 600 answers (issue 15). */
+	if (t->after_outage && !n->slo_broke) {
+		double back = t->r->delivered_share * n->knee_rate;
+
+		if (!t->measured || !t->healthy || t->deficit ||
+		    t->r->knee_ramp <= 1 || !(t->rate < back))
+			return 0;
+		return back;
+	}
 	/* The highest knee, not the last, once the break has lasted
 	 * AGILE_BREAK_TICKS: the cuts that took the rate down as it began
 	 * learned what our own inflight= cap let through at its latency

@@ -1162,6 +1162,48 @@ START_TEST(stories_slo_break_climbs_back_in_one_tick)
 }
 END_TEST
 
+/*
+ * Rule b after an outage: warm on 150 req/s, the downstream refuses every
+ * call for five ticks (the outage rule cuts 30% a tick, 138 -> 23.2: the
+ * calls never reached it, and no knee is learned from them), then answers
+ * as it did.  The first healthy tick returns to delivered_share x the knee
+ * from before at once; doubling from 23 took three ticks, about 600
+ * answers of the closed loop's refusing schedule (issue 15).  The seed's
+ * law is unchanged.
+ */
+START_TEST(stories_outage_climbs_back_in_one_tick)
+{
+	enum agile_preset presets[] = { AGILE_PRESET_NONE, AGILE_PRESET_SEED };
+
+	for (int p = 0; p < 2; p++) {
+		struct story s;
+
+		story_warm_150(&s, presets[p]);
+		double before = story_rate(&s);
+		double knee = story_stats(&s).knee_rate;
+		for (int i = 0; i < 5; i++) {
+			story_take_tick(&s);
+			for (int k = 0; k < 20; k++)
+				agile_rate_unavailable(&s.limiter);
+			story_end_tick(&s);
+			ck_assert_int_eq(story_stats(&s).last_action,
+			                 AGILE_ACTION_OUTAGE);
+		}
+		ck_assert_double_eq_tol(story_rate(&s), before * pow(0.7, 5),
+		                        1e-9);
+		double back = story_tick_capacity(&s, 150, 30 * MS, 300 * MS);
+		if (presets[p] == AGILE_PRESET_NONE) {
+			ck_assert_double_ge(knee, 140);
+			ck_assert_double_eq_tol(back, 0.92 * knee, 1e-9);
+			ck_assert_uint_eq(story_stats(&s).last_action,
+			                  AGILE_ACTION_MULTIPLY);
+		} else {
+			ck_assert_double_lt(back, 2 * before * pow(0.7, 5));
+		}
+	}
+}
+END_TEST
+
 Suite *stories_suite(void)
 {
 	Suite *s = suite_create("stories");
@@ -1192,6 +1234,7 @@ Suite *stories_suite(void)
 	tcase_add_test(tc, stories_recovery_probes_a_bucket_above_the_baseline);
 	tcase_add_test(tc, stories_slo_break_falls_to_floor_in_two_ticks);
 	tcase_add_test(tc, stories_slo_break_climbs_back_in_one_tick);
+	tcase_add_test(tc, stories_outage_climbs_back_in_one_tick);
 	suite_add_tcase(s, tc);
 	return s;
 }
