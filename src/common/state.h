@@ -89,7 +89,8 @@
  * Version 10 appended the controller's last_step (rule c's step, which
  * its step back undoes exactly, and its fast series).
  * Version 11 appended the bucket's rise_ns (the tick a rise keeps, which a
- * waiter's grant planned before it moves past).
+ * waiter's grant planned before it moves past) and the controller's
+ * fastest_ns (the lowest baseline learned, rule c's fast series).
  */
 #ifndef AGILE_PRELOAD_STATE_H
 #define AGILE_PRELOAD_STATE_H

@@ -93,6 +93,9 @@ struct agile_controller {
 	uint32_t fast_series;  /* 1 while that step was rule c's fast
 	                          series' (a downstream faster than ever) */
 	uint32_t pad;
+	double fastest_ns;     /* the lowest baseline learned, forgotten
+	                          toward the baseline (rule c's fast series:
+	                          "faster than ever"); 0 none */
 };
 
 /* What the last control step did, for observability and tests. */

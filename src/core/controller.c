@@ -220,6 +220,7 @@ static void publish(struct agile_controller *c, const struct agile_controller *n
 	agile__store_double(&c->tail_own, n->tail_own);
 	agile__store_double(&c->last_step, n->last_step);
 	agile__store_u32(&c->fast_series, n->fast_series);
+	agile__store_double(&c->fastest_ns, n->fastest_ns);
 	agile__store_double(&c->paired_grants, n->paired_grants);
 	agile__store_double(&c->paired_answers, n->paired_answers);
 	agile__store_u32(&c->paired, n->paired);
@@ -524,6 +525,19 @@ static void step_baseline(struct agile_controller *n, const struct tick *t)
 		n->baseline_ns = t->p50;
 	else
 		n->baseline_ns = update_baseline(n->baseline_ns, t->p50, t->r);
+	/* The lowest baseline learned (the delivered rules only), forgotten
+	 * toward the baseline as the peak knee is toward the knee: what rule
+	 * c's fast series calls "faster than ever". */
+	double b = n->baseline_ns;
+	if (t->r->delivered_share > 0 && b > 0) {
+		if (!(n->fastest_ns > 0) || b < n->fastest_ns)
+			n->fastest_ns = b;
+		else
+			n->fastest_ns += (b - n->fastest_ns) *
+			                 (1.0 - exp2(-(double)t->r->tick_ns /
+			                             (AGILE_PEAK_HALF_LIFE_S *
+			                              (double)AGILE_NS_PER_S)));
+	}
 }
 
 double agile_controller_step(struct agile_controller *c,

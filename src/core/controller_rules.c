@@ -488,9 +488,11 @@ double agile__rule_c_take_back(const struct agile_controller *n,
  * Rule c's fast series: the p50 fell AGILE_PROBE_FAST_FALL in one tick
  * (from the tick before's p50, or from the baseline when that was lower:
  * the tick before may have queued a step), to as far under the baseline,
- * with the tick's p99 under the baseline too: the downstream answers
- * faster than it ever did while the baseline was learned, and its
- * capacity rose with it (a pool that grew, a neighbour gone).  Not a queue
+ * and under the lowest baseline learned (forgotten toward the baseline
+ * with a half-life of AGILE_PEAK_HALF_LIFE_S), with the tick's p99 under
+ * the baseline too: the downstream answers faster than it ever did while
+ * the baseline was learned, and its capacity rose with it (a pool that
+ * grew, a neighbour gone).  Not a queue
  * draining: its tick's first answers are the queue's, and its p99 is past
  * the baseline (the stale baseline of a slow start that overshot, 49 -> 27
  * ms, reads so).  The series' first step sets the baseline to that p50 at
@@ -530,7 +532,14 @@ double agile__rule_c_fast_step(const struct agile_controller *n,
 			return next;
 		return 0;
 	}
-	double from = t->p50_before < b ? t->p50_before : b;
+	/* Faster than ever: than the lowest baseline learned too, not only
+	 * than the baseline now.  A benign latency bump (10 -> 25 ms for 16
+	 * s) took the baseline from 16 to 31 ms; the p50 back at 16 when it
+	 * ended fell a half under it, and the series doubled a rate already
+	 * at the capacity, 193 -> 308, 184 answers past the SLO (issue 15). */
+	double fastest = n->fastest_ns > 0 && n->fastest_ns < b ?
+	                 n->fastest_ns : b;
+	double from = t->p50_before < fastest ? t->p50_before : fastest;
 
 	if (t->p50 <= from * (1 - AGILE_PROBE_FAST_FALL) && t->p99 <= b) {
 		*start = true;

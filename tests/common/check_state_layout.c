@@ -197,9 +197,10 @@ int main(void)
 	 * controller's doubles after the 208-byte resolved configuration, and
 	 * the bucket's times at 40 bytes from the limiter's end. */
 	OFF(agile_rate_limiter, loop.ctl, 208);
-	SIZE(agile_rate_limiter, loop.ctl, 264);
+	SIZE(agile_rate_limiter, loop.ctl, 272);
 	OFF(agile_controller, rate, 0);
 	OFF(agile_controller, used, 56);
+	OFF(agile_controller, fastest_ns, 264);
 	EXPECT("bucket 40 bytes from the limiter's end",
 	       sizeof(struct agile_rate_limiter) -
 	       offsetof(struct agile_rate_limiter, bucket), 48);

@@ -1452,6 +1452,56 @@ START_TEST(controller_fast_series_after_a_low_start)
 END_TEST
 
 /*
+ * Not the fast series: a latency bump that ended.  At 190 a second, the
+ * knee 200, the downstream answered in 16 ms, then in 31 for 16 s (a
+ * benign bump, under the SLO), and the baseline followed it there; the
+ * lowest baseline learned, forgotten toward it, is 18.5 ms.  The bump
+ * ends and the p50 falls to 16 ms, half the baseline, its p99 under it:
+ * not faster than ever, so no doubling (it took 193 to 308 a second into
+ * a capacity of 200, issue 15); rule c steps as at any quiet tick.  The
+ * lowest baseline goes to the p50 that set the baseline, and follows a
+ * higher one at the peak knee's half-life.
+ */
+START_TEST(controller_fast_series_not_after_a_bump)
+{
+	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
+	struct agile_controller c;
+
+	warm(&c, &r, 190);
+	c.baseline_ns = 31 * MS;
+	c.fastest_ns = 18.5 * MS;
+	c.knee_rate = 200;
+	c.peak_knee = 200;
+	c.p50_ns = 31 * MS;
+	c.used = 190;
+	double next = step_measured(&c, &r, samples(190, 16 * MS), 190, 190);
+	ck_assert_double_lt(next, 190 * 1.25);
+	ck_assert_uint_eq(c.fast_series, 0);
+	ck_assert_double_eq(c.fastest_ns, c.baseline_ns);
+	/* Without the lowest baseline, the fall from 31 ms doubles it, to
+	 * the ceiling of 300. */
+	warm(&c, &r, 190);
+	c.baseline_ns = 31 * MS;
+	c.knee_rate = 200;
+	c.peak_knee = 200;
+	c.p50_ns = 31 * MS;
+	c.used = 190;
+	ck_assert_double_eq_tol(step_measured(&c, &r, samples(190, 16 * MS),
+	                                      190, 190), 300, 1e-9);
+	/* A baseline above the lowest: forgotten toward it, 60 s half-life. */
+	warm(&c, &r, 100);
+	c.fastest_ns = 20 * MS;
+	c.p50_ns = 30 * MS;
+	c.baseline_ns = 30 * MS;
+	(void)step_measured(&c, &r, samples(100, 30 * MS), 100, 100);
+	double b = c.baseline_ns;
+	ck_assert_double_eq_tol(c.fastest_ns,
+	                        20 * MS + (b - 20 * MS) * (1 - exp2(-1.0 / 60)),
+	                        1e-3);
+}
+END_TEST
+
+/*
  * Not the fast series: a queue draining.  A slow start that overshot left
  * a baseline of 45 ms; the tick after its cut reads most answers at 27 ms,
  * a quarter under it, but its first at 49 ms (the queue's), so its p99 is
@@ -1933,6 +1983,7 @@ Suite *controller_suite(void)
 	tcase_add_test(tc, controller_probe_when_flat_above_the_baseline);
 	tcase_add_test(tc, controller_fast_series_after_a_low_start);
 	tcase_add_test(tc, controller_fast_series_not_a_queue_draining);
+	tcase_add_test(tc, controller_fast_series_not_after_a_bump);
 	tcase_add_test(tc, controller_baseline_takes_a_tick_faster_than_it);
 	tcase_add_test(tc, controller_probe_flat_needs_the_step_used);
 	tcase_add_test(tc, controller_peak_knee_ramp);
