@@ -47,7 +47,7 @@ m, header, slot = open_slot(path, name)
 limiter_size = header["limiter_size"]
 limiter = slot + header["limiter_off"]
 ctl = limiter + 208
-bucket = limiter + limiter_size - 40
+bucket = limiter + limiter_size - 48
 if what == "random":
     m[limiter:limiter + limiter_size] = random.Random(5).randbytes(limiter_size)
 elif what == "nan":
