@@ -459,7 +459,7 @@ bool agile__track_wait_grant(struct agile_fd *t, int64_t *planned, int64_t now,
 	if (pthread_sigmask(SIG_BLOCK, &block, &during) != 0)
 		return agile__track_wait_on(*planned, fd);
 	/* The spacing the grant was planned at: a rise between its take and
-	 * this wait moves it at the first wake. */
+	 * this wait moves it before the first sleep. */
 	ref = __atomic_load_n(&t->grant_interval_ns, __ATOMIC_RELAXED);
 	if (ref <= 0)
 		ref = agile_bucket_interval_ns(b);
