@@ -534,9 +534,7 @@ static void step_baseline(struct agile_controller *n, const struct tick *t)
 			n->fastest_ns = b;
 		else
 			n->fastest_ns += (b - n->fastest_ns) *
-			                 (1.0 - exp2(-(double)t->r->tick_ns /
-			                             (AGILE_PEAK_HALF_LIFE_S *
-			                              (double)AGILE_NS_PER_S)));
+			                 agile__peak_forget(t->r);
 	}
 }
 

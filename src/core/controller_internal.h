@@ -8,6 +8,7 @@
 #ifndef AGILE_CONTROLLER_INTERNAL_H
 #define AGILE_CONTROLLER_INTERNAL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -72,6 +73,15 @@ struct tick {
 void agile__rule_a_measure(struct agile_controller *n, struct tick *t);
 void agile__rules_region(const struct agile_controller *n, struct tick *t);
 double agile__rule_b_ramp(const struct tick *t, double cap);
+/* The share of the way a tick forgets a peak toward where it is now: the
+ * peak knee toward the knee, the lowest baseline toward the baseline, at
+ * a half-life of AGILE_PEAK_HALF_LIFE_S. */
+static inline double agile__peak_forget(const struct agile_resolved *r)
+{
+	return 1.0 - exp2(-(double)r->tick_ns /
+	                  (AGILE_PEAK_HALF_LIFE_S * (double)AGILE_NS_PER_S));
+}
+
 double agile__rule_b_after_break(const struct agile_controller *n,
                                  const struct tick *t);
 bool agile__rule_b_below_peak(const struct agile_controller *n,

@@ -338,14 +338,8 @@ double agile__rule_b_after_break(const struct agile_controller *n,
 	 * if it delivers less now.  Doubling from what five refusing ticks
 	 * left took the closed loop's refusing schedule three ticks back to
 	 * 200 (wrk: 25, 50, 100, 185), about 600 answers (issue 15). */
-	if (t->after_outage && !n->slo_broke) {
-		double back = t->r->delivered_share * n->knee_rate;
-
-		if (!t->measured || !t->healthy || t->deficit ||
-		    t->r->knee_ramp <= 1 || !(t->rate < back))
-			return 0;
-		return back;
-	}
+	if (!n->slo_broke && !t->after_outage)
+		return 0;
 	/* The highest knee, not the last, once the break has lasted
 	 * AGILE_BREAK_TICKS: the cuts that took the rate down as it began
 	 * learned what our own inflight= cap let through at its latency
@@ -360,7 +354,7 @@ double agile__rule_b_after_break(const struct agile_controller *n,
 		knee = n->peak_knee;
 	double back = t->r->delivered_share * knee;
 
-	if (!n->slo_broke || !t->measured || !t->healthy || t->deficit ||
+	if (!t->measured || !t->healthy || t->deficit ||
 	    t->r->knee_ramp <= 1 || !(t->rate < back))
 		return 0;
 	return back;
@@ -728,9 +722,7 @@ void agile__rule_a_knee(struct agile_controller *n, const struct tick *t)
 		n->peak_knee = n->knee_rate;
 	else
 		n->peak_knee -= (n->peak_knee - n->knee_rate) *
-		                (1.0 - exp2(-(double)t->r->tick_ns /
-		                            (AGILE_PEAK_HALF_LIFE_S *
-		                             (double)AGILE_NS_PER_S)));
+		                agile__peak_forget(t->r);
 
 	/* The backlog: the queue this tick saw, p50's excess over the
 	 * baseline times the knee it was delivered at, drains at the knee

@@ -1462,30 +1462,31 @@ END_TEST
  * lowest baseline goes to the p50 that set the baseline, and follows a
  * higher one at the peak knee's half-life.
  */
+static void bump_at_knee(struct agile_controller *c,
+                         const struct agile_resolved *r, double fastest_ns)
+{
+	warm(c, r, 190);
+	c->baseline_ns = 31 * MS;
+	c->fastest_ns = fastest_ns;
+	c->knee_rate = 200;
+	c->peak_knee = 200;
+	c->p50_ns = 31 * MS;
+	c->used = 190;
+}
+
 START_TEST(controller_fast_series_not_after_a_bump)
 {
 	struct agile_resolved r = resolved(slo_config(AGILE_PRESET_NONE));
 	struct agile_controller c;
 
-	warm(&c, &r, 190);
-	c.baseline_ns = 31 * MS;
-	c.fastest_ns = 18.5 * MS;
-	c.knee_rate = 200;
-	c.peak_knee = 200;
-	c.p50_ns = 31 * MS;
-	c.used = 190;
+	bump_at_knee(&c, &r, 18.5 * MS);
 	double next = step_measured(&c, &r, samples(190, 16 * MS), 190, 190);
 	ck_assert_double_lt(next, 190 * 1.25);
 	ck_assert_uint_eq(c.fast_series, 0);
 	ck_assert_double_eq(c.fastest_ns, c.baseline_ns);
 	/* Without the lowest baseline, the fall from 31 ms doubles it, to
 	 * the ceiling of 300. */
-	warm(&c, &r, 190);
-	c.baseline_ns = 31 * MS;
-	c.knee_rate = 200;
-	c.peak_knee = 200;
-	c.p50_ns = 31 * MS;
-	c.used = 190;
+	bump_at_knee(&c, &r, 0);
 	ck_assert_double_eq_tol(step_measured(&c, &r, samples(190, 16 * MS),
 	                                      190, 190), 300, 1e-9);
 	/* A baseline above the lowest: forgotten toward it, 60 s half-life. */
